@@ -1,0 +1,430 @@
+//! [`HostDevice`]: the handle tables and the [`Device`] implementation.
+
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::error::{error, invalid_handle};
+use super::event::HostEvent;
+use super::kernels::{self, Block, HostKernel};
+use super::memory::{HostMemory, SendPtr};
+use super::module::HostModule;
+use super::stream::{HostStream, Op};
+use crate::device::{
+    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
+    StreamFlags, StreamId, check_range,
+};
+use crate::error::{ErrorKind, Result};
+
+/// Handle numbers are unique across all host devices of the process, so a
+/// handle from another device is never mistaken for one of ours.
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
+
+fn next_handle() -> u64 {
+    NEXT_HANDLE.fetch_add(1, Ordering::Relaxed)
+}
+
+#[derive(Default)]
+struct Tables {
+    streams: HashMap<u64, Arc<HostStream>>,
+    events: HashMap<u64, Arc<HostEvent>>,
+    allocs: HashMap<u64, Arc<HostMemory>>,
+    modules: HashMap<u64, HostModule>,
+    kernels: HashMap<u64, (String, HostKernel)>,
+}
+
+/// The CPU as a device. Cheap to create; each instance has its own handles.
+pub struct HostDevice {
+    info: DeviceInfo,
+    memory_limit: u64,
+    tables: Mutex<Tables>,
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for HostDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostDevice").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl HostDevice {
+    /// The host CPU as device number `ordinal`.
+    pub fn new() -> Self {
+        let total_memory = host_memory_bytes();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        Self {
+            info: DeviceInfo {
+                backend: Backend::Host,
+                ordinal: 0,
+                name: cpu_model().unwrap_or_else(|| "host CPU".to_string()),
+                vendor: "hetero".to_string(),
+                platform: format!("hetero host backend {}", env!("CARGO_PKG_VERSION")),
+                total_memory,
+                max_threads_per_block: 1024,
+                max_block_dims: [1024, 1024, 64],
+                shared_memory_per_block: 64 * 1024,
+                compute_units: cpus,
+                warp_size: 1,
+            },
+            memory_limit: total_memory,
+            tables: Mutex::new(Tables::default()),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<HostStream>> {
+        self.tables().streams.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "stream", id.0))
+    }
+
+    fn event(&self, call: &'static str, id: EventId) -> Result<Arc<HostEvent>> {
+        self.tables().events.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "event", id.0))
+    }
+
+    fn alloc(&self, call: &'static str, id: AllocId) -> Result<Arc<HostMemory>> {
+        self.tables().allocs.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "allocation", id.0))
+    }
+
+    /// The allocation of `range`, checked to contain it.
+    fn range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<HostMemory>> {
+        let mem = self.alloc(call, range.alloc)?;
+        check_range(Backend::Host, call, range.offset, range.len, mem.size())?;
+        Ok(mem)
+    }
+
+    fn enqueue(&self, call: &'static str, stream: StreamId, op: Op) -> Result<()> {
+        self.stream(call, stream)?.enqueue(call, op)
+    }
+
+    fn insert_alloc(&self, mem: HostMemory) -> AllocId {
+        let id = next_handle();
+        self.tables().allocs.insert(id, Arc::new(mem));
+        AllocId(id)
+    }
+}
+
+impl Default for HostDevice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Device for HostDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn create_stream(&self, _flags: StreamFlags) -> Result<StreamId> {
+        let id = next_handle();
+        let stream = HostStream::new(format!("hetero-host-stream-{id}"))?;
+        self.tables().streams.insert(id, Arc::new(stream));
+        Ok(StreamId(id))
+    }
+
+    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        let removed = self.tables().streams.remove(&stream.0);
+        let stream = removed.ok_or_else(|| invalid_handle("destroy_stream", "stream", stream.0))?;
+        // Queued work still runs; the worker exits once the last Arc (ours,
+        // or one held by a concurrent call) is dropped.
+        stream.synchronize()
+    }
+
+    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+        self.stream("synchronize_stream", stream)?.synchronize()
+    }
+
+    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+        self.stream("query_stream", stream)?.query()
+    }
+
+    fn create_event(&self) -> Result<EventId> {
+        let id = next_handle();
+        self.tables().events.insert(id, Arc::new(HostEvent::default()));
+        Ok(EventId(id))
+    }
+
+    fn create_user_event(&self) -> Result<EventId> {
+        let id = next_handle();
+        self.tables().events.insert(id, Arc::new(HostEvent::user()));
+        Ok(EventId(id))
+    }
+
+    fn complete_user_event(&self, event: EventId) -> Result<()> {
+        let ev = self.event("complete_user_event", event)?;
+        ev.complete(ev.current());
+        Ok(())
+    }
+
+    fn destroy_event(&self, event: EventId) -> Result<()> {
+        let removed = self.tables().events.remove(&event.0);
+        let ev = removed.ok_or_else(|| invalid_handle("destroy_event", "event", event.0))?;
+        // A user event released while streams wait on it would hold them forever.
+        if !ev.is_complete() && ev.current() == 1 {
+            ev.complete(1);
+        }
+        Ok(())
+    }
+
+    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+        let ev = self.event("record_event", event)?;
+        let target = self.stream("record_event", stream)?;
+        let generation = ev.begin_record();
+        target.enqueue(
+            "record_event",
+            Box::new(move || {
+                ev.complete(generation);
+                Ok(())
+            }),
+        )
+    }
+
+    fn query_event(&self, event: EventId) -> Result<bool> {
+        Ok(self.event("query_event", event)?.is_complete())
+    }
+
+    fn synchronize_event(&self, event: EventId) -> Result<()> {
+        self.event("synchronize_event", event)?.wait();
+        Ok(())
+    }
+
+    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+        let t0 = self.event("elapsed_ms", start)?.time("elapsed_ms")?;
+        let t1 = self.event("elapsed_ms", end)?.time("elapsed_ms")?;
+        let ms = |t: Instant| t.duration_since(self.epoch).as_secs_f64() * 1e3;
+        Ok(ms(t1) - ms(t0))
+    }
+
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+        let ev = self.event("stream_wait_event", event)?;
+        let generation = ev.current();
+        self.enqueue(
+            "stream_wait_event",
+            stream,
+            Box::new(move || {
+                ev.wait_for(generation);
+                Ok(())
+            }),
+        )
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
+        Ok(self.insert_alloc(HostMemory::new("alloc_device", bytes, false, self.memory_limit)?))
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
+        Ok(self.insert_alloc(HostMemory::new("alloc_pinned", bytes, true, self.memory_limit)?))
+    }
+
+    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+        let mem = self.alloc("pinned_ptr", alloc)?;
+        if !mem.pinned {
+            return Err(error(
+                "pinned_ptr",
+                ErrorKind::InvalidHandle,
+                "allocation is device memory, not pinned host memory",
+            ));
+        }
+        Ok(mem.ptr())
+    }
+
+    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+        Ok(self.alloc("alloc_size", alloc)?.size())
+    }
+
+    unsafe fn free(&self, alloc: AllocId) -> Result<()> {
+        let removed = self.tables().allocs.remove(&alloc.0);
+        removed.map(drop).ok_or_else(|| invalid_handle("free", "allocation", alloc.0))
+    }
+
+    unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        let mem = self.range("copy_h2d", dst)?;
+        if dst.len == 0 {
+            return Ok(());
+        }
+        let src = SendPtr(src.cast_mut());
+        self.enqueue(
+            "copy_h2d",
+            stream,
+            Box::new(move || {
+                let src = src;
+                // SAFETY: the caller keeps src valid for dst.len bytes until
+                // completion; dst lies inside mem (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(src.0, mem.ptr().as_ptr().add(dst.offset), dst.len) };
+                Ok(())
+            }),
+        )
+    }
+
+    unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
+        let mem = self.range("copy_d2h", src)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        let dst = SendPtr(dst);
+        self.enqueue(
+            "copy_d2h",
+            stream,
+            Box::new(move || {
+                let dst = dst;
+                // SAFETY: the caller keeps dst valid for src.len bytes until
+                // completion; src lies inside mem (checked above).
+                unsafe { std::ptr::copy_nonoverlapping(mem.ptr().as_ptr().add(src.offset), dst.0, src.len) };
+                Ok(())
+            }),
+        )
+    }
+
+    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        if src.len != dst.len {
+            return Err(error(
+                "copy_d2d",
+                ErrorKind::OutOfBounds,
+                format!("source has {} bytes but destination has {}", src.len, dst.len),
+            ));
+        }
+        let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
+        if src.len == 0 {
+            return Ok(());
+        }
+        self.enqueue(
+            "copy_d2d",
+            stream,
+            Box::new(move || {
+                // SAFETY: both ranges lie inside their allocations (checked
+                // above); `copy` tolerates overlap.
+                unsafe {
+                    std::ptr::copy(from.ptr().as_ptr().add(src.offset), to.ptr().as_ptr().add(dst.offset), src.len)
+                };
+                Ok(())
+            }),
+        )
+    }
+
+    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+        if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
+            return Err(error(
+                "fill_u32",
+                ErrorKind::OutOfBounds,
+                format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
+            ));
+        }
+        let mem = self.range("fill_u32", dst)?;
+        if dst.len == 0 {
+            return Ok(());
+        }
+        let bytes = pattern.to_ne_bytes();
+        self.enqueue(
+            "fill_u32",
+            stream,
+            Box::new(move || {
+                // SAFETY: the range lies inside mem (checked above) and no
+                // other stream writes it (Device contract).
+                let out = unsafe { std::slice::from_raw_parts_mut(mem.ptr().as_ptr().add(dst.offset), dst.len) };
+                for chunk in out.chunks_exact_mut(4) {
+                    chunk.copy_from_slice(&bytes);
+                }
+                Ok(())
+            }),
+        )
+    }
+
+    fn build_module(&self, source: &str) -> Result<ModuleId> {
+        let module = HostModule::build(source)?;
+        let id = next_handle();
+        self.tables().modules.insert(id, module);
+        Ok(ModuleId(id))
+    }
+
+    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+        let mut tables = self.tables();
+        let built = tables.modules.get(&module.0).ok_or_else(|| invalid_handle("kernel", "module", module.0))?;
+        let Some(&function) = built.kernels.get(name) else {
+            let mut known: Vec<_> = built.kernels.keys().cloned().collect();
+            known.sort();
+            return Err(error(
+                "kernel",
+                ErrorKind::KernelNotFound,
+                format!("no kernel `{name}` in the module; it has: {}", known.join(", ")),
+            ));
+        };
+        let id = next_handle();
+        tables.kernels.insert(id, (name.to_string(), function));
+        Ok(KernelId(id))
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: KernelId,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
+        config.validate(&self.info, "launch")?;
+        let entry = self.tables().kernels.get(&kernel.0).cloned();
+        let (name, function) = entry.ok_or_else(|| invalid_handle("launch", "kernel", kernel.0))?;
+        let resolved = args
+            .iter()
+            .map(|arg| {
+                Ok(match *arg {
+                    KernelArg::Buffer { alloc, offset } => {
+                        let mem = self.alloc("launch", alloc)?;
+                        check_range(Backend::Host, "launch", offset, 0, mem.size())?;
+                        kernels::Arg::Buffer { mem, offset }
+                    }
+                    KernelArg::U32(v) => kernels::Arg::U32(v),
+                    KernelArg::I32(v) => kernels::Arg::I32(v),
+                    KernelArg::F32(v) => kernels::Arg::F32(v),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let args = kernels::Args(resolved);
+        let config = *config;
+        self.enqueue(
+            "launch",
+            stream,
+            Box::new(move || {
+                let [gx, gy, gz] = config.grid.map(u64::from);
+                (0..gx * gy * gz)
+                    .into_par_iter()
+                    .try_for_each(|flat| {
+                        let block = Block {
+                            idx: [(flat % gx) as u32, (flat / gx % gy) as u32, (flat / (gx * gy)) as u32],
+                            dim: config.block,
+                            grid: config.grid,
+                            shared_bytes: config.shared_bytes,
+                        };
+                        function(&block, &args)
+                    })
+                    .map_err(|fault| {
+                        error("launch", ErrorKind::KernelFault, format!("kernel `{name}` faulted: {fault}"))
+                    })
+            }),
+        )
+    }
+}
+
+/// Physical memory of the machine, from `/proc/meminfo` where there is one.
+fn host_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(u64::MAX)
+}
+
+/// The CPU's model name, from `/proc/cpuinfo` where there is one.
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}

@@ -1,0 +1,5 @@
+//! The backends, one folder each with the same file names. Vendor crates
+//! and FFI appear only below this module.
+
+#[cfg(feature = "host")]
+pub mod host;

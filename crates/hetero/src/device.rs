@@ -1,0 +1,326 @@
+//! Layer 1: the [`Device`] trait every backend implements, and the plain-data
+//! handles and descriptors it speaks in.
+//!
+//! The trait is *unsafe by contract* (the wgpu-hal model): its safe methods
+//! validate what a backend can check cheaply (handles, ranges, launch
+//! limits) and return [`Error`]s, while the `unsafe` methods state in their
+//! `# Safety` sections what the caller must guarantee about host pointers
+//! and about memory that queued work still uses. The typed layer in
+//! [`crate::safe`] upholds those contracts for safe code.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::str::FromStr;
+
+use enum_dispatch::enum_dispatch;
+
+use crate::error::{Error, ErrorKind, Result};
+// enum_dispatch writes `impl Device for AnyDevice` next to the trait, so
+// the enum and its variants' types must be nameable here.
+#[allow(unused_imports)]
+use crate::any::AnyDevice;
+#[cfg(feature = "host")]
+#[allow(unused_imports)]
+use crate::backend::host::HostDevice;
+
+/// The backends hetero knows, compiled in or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Backend {
+    /// The embedded CPU backend.
+    Host,
+    /// OpenCL through an ICD loader (PoCL on CPUs, vendor drivers on GPUs).
+    OpenCl,
+    /// NVIDIA CUDA through the driver API and NVRTC.
+    Cuda,
+    /// AMD HIP through libamdhip64 and hiprtc.
+    Hip,
+}
+
+impl Backend {
+    /// Every backend, in display order.
+    pub const ALL: [Backend; 4] = [Backend::Host, Backend::OpenCl, Backend::Cuda, Backend::Hip];
+
+    /// The lowercase name used on command lines, in reports and as the cargo feature.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Host => "host",
+            Backend::OpenCl => "opencl",
+            Backend::Cuda => "cuda",
+            Backend::Hip => "hip",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error for a backend name that is not one of [`Backend::ALL`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown backend `{0}`; expected one of: host, opencl, cuda, hip")]
+pub struct UnknownBackend(pub String);
+
+impl FromStr for Backend {
+    type Err = UnknownBackend;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Backend::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s)).ok_or_else(|| UnknownBackend(s.to_string()))
+    }
+}
+
+/// What a device is and what it can run. Launch validation reads these limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Backend that drives the device.
+    pub backend: Backend,
+    /// Index of the device within its backend (and platform, for OpenCL).
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Vendor string as the runtime reports it.
+    pub vendor: String,
+    /// Platform or driver description (OpenCL platform name, driver version).
+    pub platform: String,
+    /// Global memory in bytes.
+    pub total_memory: u64,
+    /// Largest number of threads in one block (work-group).
+    pub max_threads_per_block: u32,
+    /// Largest block extent per dimension.
+    pub max_block_dims: [u32; 3],
+    /// Shared (local) memory available to one block, in bytes.
+    pub shared_memory_per_block: usize,
+    /// Streaming multiprocessors / compute units.
+    pub compute_units: u32,
+    /// Threads that execute in lock-step: warp (32) or wavefront (32 or 64).
+    pub warp_size: u32,
+}
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u64);
+    };
+}
+
+handle!(
+    /// An in-order queue of work on one device.
+    StreamId
+);
+handle!(
+    /// A marker in a stream that can be waited on and timed.
+    EventId
+);
+handle!(
+    /// A device or pinned host allocation.
+    AllocId
+);
+handle!(
+    /// A built program holding kernels.
+    ModuleId
+);
+handle!(
+    /// One kernel entry point of a module.
+    KernelId
+);
+
+/// How a new stream relates to the device's implicit default stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StreamFlags {
+    /// `true`: the stream never synchronises with the legacy default stream
+    /// (CUDA/HIP `NonBlocking`). Backends without a default stream ignore it.
+    pub non_blocking: bool,
+    /// Scheduling priority where the backend has one; lower is more urgent
+    /// (CUDA convention). `0` is the default.
+    pub priority: i32,
+}
+
+/// A range of bytes inside a device allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceRange {
+    /// The allocation.
+    pub alloc: AllocId,
+    /// Byte offset from its start.
+    pub offset: usize,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// Grid and block shape of a launch, plus dynamic shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Number of blocks per dimension.
+    pub grid: [u32; 3],
+    /// Threads per block per dimension.
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared (local) memory per block.
+    pub shared_bytes: usize,
+}
+
+impl LaunchConfig {
+    /// A one-dimensional launch of `blocks` blocks of `threads` threads.
+    pub fn linear(blocks: u32, threads: u32, shared_bytes: usize) -> Self {
+        Self { grid: [blocks, 1, 1], block: [threads, 1, 1], shared_bytes }
+    }
+
+    /// Checks the shape against a device's limits; every backend calls this
+    /// before launching, so the message is the same everywhere.
+    pub fn validate(&self, info: &DeviceInfo, call: &'static str) -> Result<()> {
+        let fail = |msg: String| Err(Error::new(info.backend, call, ErrorKind::InvalidLaunch, msg));
+        if self.grid.contains(&0) {
+            return fail(format!("grid {:?} has a zero dimension; every dimension must be >= 1", self.grid));
+        }
+        if self.block.contains(&0) {
+            return fail(format!("block {:?} has a zero dimension; every dimension must be >= 1", self.block));
+        }
+        let threads: u64 = self.block.iter().map(|&b| u64::from(b)).product();
+        if threads > u64::from(info.max_threads_per_block) {
+            return fail(format!(
+                "block {:?} has {threads} threads but {} allows at most {} per block",
+                self.block, info.name, info.max_threads_per_block
+            ));
+        }
+        for (axis, (&b, &max)) in self.block.iter().zip(&info.max_block_dims).enumerate() {
+            if b > max {
+                return fail(format!("block dimension {axis} is {b} but {} allows at most {max}", info.name));
+            }
+        }
+        if self.shared_bytes > info.shared_memory_per_block {
+            return fail(format!(
+                "launch asks for {} bytes of shared memory per block but {} has {}",
+                self.shared_bytes, info.name, info.shared_memory_per_block
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One kernel argument, in the order of the kernel's parameter list.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KernelArg {
+    /// A pointer to element 0 of `offset` bytes into a device allocation.
+    Buffer {
+        /// The allocation.
+        alloc: AllocId,
+        /// Byte offset of the pointer the kernel receives.
+        offset: usize,
+    },
+    /// A 32-bit unsigned scalar.
+    U32(u32),
+    /// A 32-bit signed scalar.
+    I32(i32),
+    /// A 32-bit float scalar.
+    F32(f32),
+}
+
+/// Streams, events, memory, copies and kernels of one device.
+///
+/// Handles are plain data and are only meaningful to the device that issued
+/// them; a handle from another device is refused with
+/// [`ErrorKind::InvalidHandle`]. Work enqueued on one stream runs in order;
+/// work on different streams is ordered only through events. Errors raised
+/// by work that already ran asynchronously are reported by the next
+/// synchronising call on that stream.
+#[enum_dispatch]
+pub trait Device: Send + Sync + 'static {
+    /// Static description and limits of the device.
+    fn info(&self) -> &DeviceInfo;
+
+    /// Creates an in-order stream.
+    fn create_stream(&self, flags: StreamFlags) -> Result<StreamId>;
+    /// Waits for the stream's work to finish, then releases it.
+    fn destroy_stream(&self, stream: StreamId) -> Result<()>;
+    /// Blocks the host until all work enqueued on `stream` has completed.
+    fn synchronize_stream(&self, stream: StreamId) -> Result<()>;
+    /// `true` when all work enqueued on `stream` has completed.
+    fn query_stream(&self, stream: StreamId) -> Result<bool>;
+
+    /// Creates an event that can be recorded, waited on and timed.
+    fn create_event(&self) -> Result<EventId>;
+    /// Creates an event that completes only when the host calls
+    /// [`Device::complete_user_event`]: a gate that holds streams waiting on it.
+    fn create_user_event(&self) -> Result<EventId>;
+    /// Completes a user event, releasing every stream waiting on it.
+    fn complete_user_event(&self, event: EventId) -> Result<()>;
+    /// Releases an event. Streams already waiting on it still see its completion.
+    fn destroy_event(&self, event: EventId) -> Result<()>;
+    /// Marks the point in `stream` reached by all work enqueued so far.
+    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()>;
+    /// `true` when the last recording has completed (or the event was never recorded).
+    fn query_event(&self, event: EventId) -> Result<bool>;
+    /// Blocks the host until the last recording has completed.
+    fn synchronize_event(&self, event: EventId) -> Result<()>;
+    /// Milliseconds between two completed recordings, from device clocks.
+    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64>;
+    /// Makes later work on `stream` wait for the event's last recording, without blocking the host.
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()>;
+
+    /// Allocates `bytes` of device memory (contents unspecified).
+    fn alloc_device(&self, bytes: usize) -> Result<AllocId>;
+    /// Allocates `bytes` of page-locked host memory usable by asynchronous copies, zeroed.
+    fn alloc_pinned(&self, bytes: usize) -> Result<AllocId>;
+    /// The host address of a pinned allocation. Stays valid until it is freed.
+    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>>;
+    /// Size in bytes of a device or pinned allocation.
+    fn alloc_size(&self, alloc: AllocId) -> Result<usize>;
+    /// Releases a device or pinned allocation.
+    ///
+    /// # Safety
+    /// No enqueued work that uses `alloc` may still be pending, and for a
+    /// pinned allocation no host reference into it may outlive this call.
+    unsafe fn free(&self, alloc: AllocId) -> Result<()>;
+
+    /// Enqueues a copy of `dst.len` bytes from host memory at `src` into `dst`.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `dst.len` bytes until the copy has
+    /// completed, and must not be written meanwhile. `dst` must not be used
+    /// by other streams until the copy completes.
+    unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()>;
+    /// Enqueues a copy of `src.len` bytes from `src` into host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `src.len` bytes until the copy has
+    /// completed, and must not be read or written meanwhile.
+    unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()>;
+    /// Enqueues a device-to-device copy; the ranges must have equal lengths and
+    /// must not overlap. Errors on a length mismatch or an out-of-bounds range.
+    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()>;
+    /// Enqueues filling `dst` with a repeated 4-byte pattern; `dst.offset` and
+    /// `dst.len` must be multiples of 4.
+    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
+
+    /// Builds a module from portable kernel source (see `hetero-kernels`).
+    /// On failure the error kind is [`ErrorKind::Build`] and its message is the build log.
+    fn build_module(&self, source: &str) -> Result<ModuleId>;
+    /// Looks up a kernel of a module by name.
+    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId>;
+    /// Enqueues a kernel launch. Validates `config` against [`Device::info`].
+    ///
+    /// # Safety
+    /// Every buffer argument must point into a live allocation, and the
+    /// kernel must only access memory within the ranges the caller has made
+    /// available to it; no other stream may write those ranges until it completes.
+    unsafe fn launch(
+        &self,
+        kernel: KernelId,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()>;
+}
+
+/// Checks that `[offset, offset + len)` lies within an allocation of `size`
+/// bytes. Every backend calls this before handing a range to its runtime.
+pub fn check_range(backend: Backend, call: &'static str, offset: usize, len: usize, size: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(Error::new(
+            backend,
+            call,
+            ErrorKind::OutOfBounds,
+            format!("byte range {offset}..{} is outside the allocation of {size} bytes", offset as u128 + len as u128),
+        )),
+    }
+}

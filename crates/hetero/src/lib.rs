@@ -1,0 +1,59 @@
+//! hetero: write GPU work once, run it on CUDA, HIP, OpenCL or the host CPU.
+//!
+//! Three layers:
+//!
+//! 1. [`Device`] — the backend interface: streams, events, device and
+//!    pinned memory, asynchronous copies at any offset, run-time kernel
+//!    builds and launches. Plain-data handles; unsafe by contract.
+//! 2. The typed safe layer ([`Context`], [`Stream`], [`Event`],
+//!    [`DeviceBuffer`], [`PinnedBuffer`], slices, [`Module`]), written once
+//!    over `D: Device`. Its rules are documented in [`safe`].
+//! 3. Backends under [`backend`], switched on by cargo features: `host`
+//!    (default, needs nothing installed). [`AnyDevice`] picks among the
+//!    compiled-in backends at run time; [`devices`] lists what is usable.
+//!
+//! ```
+//! use hetero::{Context, LaunchConfig, backend::host::HostDevice};
+//!
+//! # fn main() -> hetero::Result<()> {
+//! let ctx = Context::new(HostDevice::new());
+//! let stream = ctx.stream()?;
+//! let module = ctx.build_module(hetero_kernels::UTIL)?;
+//! let affine = module.kernel("affine_u32")?;
+//! let mut x = ctx.alloc::<u32>(4)?;
+//! stream.copy_from_host(&[1, 2, 3, 4], &mut x)?;
+//! let n = 4u32;
+//! {
+//!     let xs = x.slice_mut(..)?;
+//!     // SAFETY: affine_u32(x, n, a, b) touches x[0..n), and x holds n elements.
+//!     unsafe { stream.launch(&affine, LaunchConfig::linear(1, 64, 0), &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()])? };
+//! }
+//! let mut out = [0u32; 4];
+//! stream.copy_to_host(&x, &mut out)?;
+//! assert_eq!(out, [4, 7, 10, 13]);
+//! # Ok(())
+//! # }
+//! ```
+
+#[cfg(not(feature = "host"))]
+compile_error!("hetero needs at least one backend feature: host, opencl, cuda or hip");
+
+mod any;
+pub mod backend;
+mod device;
+mod error;
+pub mod safe;
+
+pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, is_compiled};
+pub use device::{
+    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
+    StreamFlags, StreamId, UnknownBackend, check_range,
+};
+pub use error::{Error, ErrorKind, Result};
+pub use safe::{
+    Arg, Buffer, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Kernel, Module, PinnedBuffer, PinnedSlice,
+    PinnedSliceMut, Slice, SliceMut, Stream, UserEvent,
+};
+
+/// Portable kernel sources, re-exported so downstream crates need one dependency.
+pub use hetero_kernels as kernels;

@@ -1,0 +1,264 @@
+//! Typed device and pinned buffers, and slices of them.
+//!
+//! A [`Buffer`] owns one allocation and its [`Tracker`]. Dropping it waits
+//! for every queued use, then frees. A pinned buffer hands its contents to
+//! the host only after its queued uses have completed
+//! ([`PinnedBuffer::host_slice`]). Slices borrow their buffer, so the
+//! borrow checker keeps a buffer alive, and unaliased where written, for
+//! as long as a slice is used to enqueue work.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use bytemuck::Pod;
+
+use super::tracker::{Access, Tracker};
+use crate::AnyDevice;
+use crate::device::{AllocId, Device, DeviceRange};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Marker: memory on the device.
+#[derive(Debug)]
+pub enum OnDevice {}
+/// Marker: page-locked host memory that asynchronous copies can use.
+#[derive(Debug)]
+pub enum Pinned {}
+
+/// An owned allocation of `len` elements of `T`, on the device (`K =
+/// OnDevice`) or pinned on the host (`K = Pinned`).
+pub struct Buffer<T, K, D: Device = AnyDevice> {
+    pub(crate) device: Arc<D>,
+    pub(crate) alloc: AllocId,
+    pub(crate) tracker: Tracker<D>,
+    len: usize,
+    _marker: PhantomData<(fn() -> T, K)>,
+}
+
+/// A buffer in device memory.
+pub type DeviceBuffer<T, D = AnyDevice> = Buffer<T, OnDevice, D>;
+/// A buffer in pinned host memory.
+pub type PinnedBuffer<T, D = AnyDevice> = Buffer<T, Pinned, D>;
+
+impl<T, K, D: Device> std::fmt::Debug for Buffer<T, K, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("backend", &self.device.info().backend)
+            .field("alloc", &self.alloc)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: Pod, K, D: Device> Buffer<T, K, D> {
+    /// Wraps a fresh allocation; `alloc` must hold `len * size_of::<T>()` bytes.
+    pub(crate) fn from_alloc(device: Arc<D>, alloc: AllocId, len: usize) -> Self {
+        let tracker = Tracker::new(Arc::clone(&device));
+        Self { device, alloc, tracker, len, _marker: PhantomData }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A read-only view of `range` (in elements); errors when it is out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<Slice<'_, T, K, D>> {
+        let (offset, len) = self.bounds(range)?;
+        Ok(Slice { buf: self, offset, len })
+    }
+
+    /// A writable view of `range` (in elements); errors when it is out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<SliceMut<'_, T, K, D>> {
+        let (offset, len) = self.bounds(range)?;
+        Ok(SliceMut { buf: self, offset, len, _exclusive: PhantomData })
+    }
+
+    /// `true` when no queued work uses the buffer any more.
+    pub fn is_idle(&self) -> Result<bool> {
+        self.tracker.is_idle()
+    }
+
+    fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => Some(s),
+            Bound::Excluded(&s) => s.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.checked_add(1),
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => Some(self.len),
+        };
+        match (start, end) {
+            (Some(s), Some(e)) if s <= e && e <= self.len => Ok((s, e - s)),
+            _ => Err(Error::new(
+                self.device.info().backend,
+                "slice",
+                ErrorKind::OutOfBounds,
+                format!(
+                    "element range {:?}..{:?} is outside a buffer of {} elements",
+                    range.start_bound(),
+                    range.end_bound(),
+                    self.len
+                ),
+            )),
+        }
+    }
+}
+
+impl<T: Pod, D: Device> PinnedBuffer<T, D> {
+    fn host_ptr(&self) -> Result<*mut T> {
+        Ok(self.device.pinned_ptr(self.alloc)?.as_ptr().cast())
+    }
+
+    /// The contents, after waiting for every queued copy that uses the buffer.
+    pub fn host_slice(&self) -> Result<&[T]> {
+        self.tracker.wait_host()?;
+        let ptr = self.host_ptr()?;
+        // SAFETY: the allocation holds len elements of T, aligned to a page;
+        // no queued work uses it (waited above), and new work needs
+        // `&mut self` (writes) or ends before the host can observe it
+        // through this shared borrow (reads do not change the bytes).
+        Ok(unsafe { std::slice::from_raw_parts(ptr, self.len) })
+    }
+
+    /// The contents for writing, after waiting for every queued use.
+    pub fn host_slice_mut(&mut self) -> Result<&mut [T]> {
+        self.tracker.wait_host()?;
+        let ptr = self.host_ptr()?;
+        // SAFETY: as in host_slice; `&mut self` also excludes any other
+        // host or device use while the returned borrow lives.
+        Ok(unsafe { std::slice::from_raw_parts_mut(ptr, self.len) })
+    }
+}
+
+impl<T, K, D: Device> Drop for Buffer<T, K, D> {
+    fn drop(&mut self) {
+        // Free only once no queued work can touch the memory; if waiting
+        // fails (device lost), leak the allocation rather than risk a
+        // use-after-free.
+        if self.tracker.wait_host().is_ok() {
+            // SAFETY: every use of the allocation has completed (waited
+            // above) and no slice or host borrow outlives `self`.
+            let _ = unsafe { self.device.free(self.alloc) };
+        }
+    }
+}
+
+/// A read-only view of part of a buffer.
+#[derive(Debug)]
+pub struct Slice<'a, T, K, D: Device = AnyDevice> {
+    pub(crate) buf: &'a Buffer<T, K, D>,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// A writable view of part of a buffer.
+#[derive(Debug)]
+pub struct SliceMut<'a, T, K, D: Device = AnyDevice> {
+    pub(crate) buf: &'a Buffer<T, K, D>,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    _exclusive: PhantomData<&'a mut Buffer<T, K, D>>,
+}
+
+/// Read-only view of part of a device buffer.
+pub type DeviceSlice<'a, T, D = AnyDevice> = Slice<'a, T, OnDevice, D>;
+/// Writable view of part of a device buffer.
+pub type DeviceSliceMut<'a, T, D = AnyDevice> = SliceMut<'a, T, OnDevice, D>;
+/// Read-only view of part of a pinned buffer.
+pub type PinnedSlice<'a, T, D = AnyDevice> = Slice<'a, T, Pinned, D>;
+/// Writable view of part of a pinned buffer.
+pub type PinnedSliceMut<'a, T, D = AnyDevice> = SliceMut<'a, T, Pinned, D>;
+
+impl<'a, T: Pod, K, D: Device> From<&'a Buffer<T, K, D>> for Slice<'a, T, K, D> {
+    fn from(buf: &'a Buffer<T, K, D>) -> Self {
+        Slice { buf, offset: 0, len: buf.len }
+    }
+}
+
+impl<'a, T: Pod, K, D: Device> From<&'a mut Buffer<T, K, D>> for SliceMut<'a, T, K, D> {
+    fn from(buf: &'a mut Buffer<T, K, D>) -> Self {
+        let len = buf.len;
+        SliceMut { buf, offset: 0, len, _exclusive: PhantomData }
+    }
+}
+
+/// What the typed layer needs of a view to enqueue work on it (opaque).
+#[doc(hidden)]
+pub struct View<'a, D: Device> {
+    pub(crate) device: &'a Arc<D>,
+    pub(crate) alloc: AllocId,
+    pub(crate) tracker: &'a Tracker<D>,
+    /// Byte offset and length within the allocation.
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) access: Access,
+}
+
+impl<T: Pod, K, D: Device> Slice<'_, T, K, D> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when the slice holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn view(&self) -> View<'_, D> {
+        let size = std::mem::size_of::<T>();
+        View {
+            device: &self.buf.device,
+            alloc: self.buf.alloc,
+            tracker: &self.buf.tracker,
+            offset: self.offset * size,
+            len: self.len * size,
+            access: Access::Read,
+        }
+    }
+}
+
+impl<T: Pod, K, D: Device> SliceMut<'_, T, K, D> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` when the slice holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn view(&self) -> View<'_, D> {
+        let size = std::mem::size_of::<T>();
+        View {
+            device: &self.buf.device,
+            alloc: self.buf.alloc,
+            tracker: &self.buf.tracker,
+            offset: self.offset * size,
+            len: self.len * size,
+            access: Access::Write,
+        }
+    }
+}
+
+impl<D: Device> View<'_, D> {
+    pub(crate) fn range(&self) -> DeviceRange {
+        DeviceRange { alloc: self.alloc, offset: self.offset, len: self.len }
+    }
+
+    /// Host address of the view's first byte (pinned memory only).
+    pub(crate) fn host_ptr(&self) -> Result<*mut u8> {
+        let base = self.device.pinned_ptr(self.alloc)?;
+        // SAFETY: offset lies within the allocation (slices are bounds-checked).
+        Ok(unsafe { base.as_ptr().add(self.offset) })
+    }
+}

@@ -1,0 +1,96 @@
+//! Events: markers in a stream that other streams and the host wait on, and
+//! that time the work between two of them on the device's own clock.
+
+use std::sync::Arc;
+
+use super::same_device;
+use crate::AnyDevice;
+use crate::device::{Device, EventId};
+use crate::error::Result;
+
+/// An event owned by the typed layer; released on drop.
+pub struct Event<D: Device = AnyDevice> {
+    pub(crate) device: Arc<D>,
+    pub(crate) id: EventId,
+}
+
+impl<D: Device> std::fmt::Debug for Event<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event").field("backend", &self.device.info().backend).field("id", &self.id).finish()
+    }
+}
+
+impl<D: Device> Event<D> {
+    /// `true` once the stream reached the latest recording (or it was never recorded).
+    pub fn query(&self) -> Result<bool> {
+        self.device.query_event(self.id)
+    }
+
+    /// Blocks the host until the latest recording is reached.
+    pub fn synchronize(&self) -> Result<()> {
+        self.device.synchronize_event(self.id)
+    }
+
+    /// Milliseconds of device time from `self` to `end`; both must have completed.
+    pub fn elapsed_ms(&self, end: &Event<D>) -> Result<f64> {
+        same_device(&self.device, &end.device, "elapsed_ms")?;
+        self.device.elapsed_ms(self.id, end.id)
+    }
+}
+
+impl<D: Device> Drop for Event<D> {
+    fn drop(&mut self) {
+        let _ = self.device.destroy_event(self.id);
+    }
+}
+
+/// An event completed by the host: a gate that holds every stream waiting
+/// on it until [`UserEvent::complete`] is called. Dropping it completes it,
+/// so a forgotten gate cannot hold a stream forever.
+pub struct UserEvent<D: Device = AnyDevice> {
+    pub(crate) device: Arc<D>,
+    pub(crate) id: EventId,
+}
+
+impl<D: Device> std::fmt::Debug for UserEvent<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserEvent").field("backend", &self.device.info().backend).field("id", &self.id).finish()
+    }
+}
+
+impl<D: Device> UserEvent<D> {
+    /// Releases every stream waiting on the gate.
+    pub fn complete(&self) -> Result<()> {
+        self.device.complete_user_event(self.id)
+    }
+
+    /// `true` once completed.
+    pub fn query(&self) -> Result<bool> {
+        self.device.query_event(self.id)
+    }
+}
+
+impl<D: Device> Drop for UserEvent<D> {
+    fn drop(&mut self) {
+        let _ = self.device.complete_user_event(self.id);
+        let _ = self.device.destroy_event(self.id);
+    }
+}
+
+/// Anything a stream can wait on.
+pub trait Waitable<D: Device> {
+    /// The device and raw event.
+    fn raw(&self) -> (&Arc<D>, EventId);
+}
+
+impl<D: Device> Waitable<D> for Event<D> {
+    fn raw(&self) -> (&Arc<D>, EventId) {
+        (&self.device, self.id)
+    }
+}
+
+impl<D: Device> Waitable<D> for UserEvent<D> {
+    fn raw(&self) -> (&Arc<D>, EventId) {
+        (&self.device, self.id)
+    }
+}

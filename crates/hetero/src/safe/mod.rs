@@ -1,0 +1,63 @@
+//! Layer 2: the typed safe layer, written once for every backend.
+//!
+//! # Rules of safe asynchronous memory
+//!
+//! - **No use-after-free.** A [`Buffer`] remembers the event of every queued
+//!   use; dropping it waits for them before freeing.
+//! - **No host access during a copy.** A [`PinnedBuffer`] gives out its
+//!   contents ([`PinnedBuffer::host_slice`]) only after its queued copies
+//!   are done, and writing work needs `&mut`, so it cannot be queued while
+//!   the host holds a borrow.
+//! - **Cross-stream order by events, not host syncs.** Using memory on a
+//!   stream other than the one that last wrote it makes that stream wait
+//!   for the write's event on the device; writing waits likewise for reads
+//!   on other streams.
+//! - **No mixing of devices.** Streams, events, buffers and kernels carry
+//!   their device; combining objects of two contexts is an
+//!   [`crate::ErrorKind::DeviceMismatch`] error.
+//! - **Pageable copies block.** [`Stream::copy_from_host`] and
+//!   [`Stream::copy_to_host`] borrow ordinary memory only for the call, so
+//!   they return after the copy is done.
+//!
+//! Kernel launches are `unsafe`: the kernel is foreign code that the
+//! library cannot check (see [`Stream::launch`]).
+
+mod buffer;
+mod context;
+mod event;
+mod module;
+mod stream;
+mod tracker;
+
+use std::sync::Arc;
+
+pub use buffer::{
+    Buffer, DeviceBuffer, DeviceSlice, DeviceSliceMut, OnDevice, Pinned, PinnedBuffer, PinnedSlice, PinnedSliceMut,
+    Slice, SliceMut,
+};
+pub use context::Context;
+pub use event::{Event, UserEvent, Waitable};
+pub use module::{Kernel, Module};
+pub use stream::{Arg, CopyKind, Stream};
+
+use crate::device::Device;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Errors unless `a` and `b` are the same device instance.
+pub(crate) fn same_device<D: Device>(a: &Arc<D>, b: &Arc<D>, call: &'static str) -> Result<()> {
+    if Arc::ptr_eq(a, b) {
+        return Ok(());
+    }
+    Err(Error::new(
+        a.info().backend,
+        call,
+        ErrorKind::DeviceMismatch,
+        format!(
+            "objects of two devices used together ({} `{}` and {} `{}`); create every stream, event, buffer and module from the same Context",
+            a.info().backend,
+            a.info().name,
+            b.info().backend,
+            b.info().name
+        ),
+    ))
+}

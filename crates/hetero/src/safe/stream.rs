@@ -1,0 +1,272 @@
+//! Streams of the typed layer: copies, fills and launches with automatic
+//! cross-stream ordering (see the tracker module for the rules).
+
+use std::sync::Arc;
+
+use bytemuck::Pod;
+
+use super::buffer::{OnDevice, Pinned, Slice, SliceMut, View};
+use super::event::{Event, Waitable};
+use super::module::Kernel;
+use super::same_device;
+use crate::AnyDevice;
+use crate::device::{Device, KernelArg, LaunchConfig, StreamId};
+use crate::error::{Error, ErrorKind, Result};
+
+/// An in-order queue of work; destroyed (after its work finishes) on drop.
+pub struct Stream<D: Device = AnyDevice> {
+    pub(crate) device: Arc<D>,
+    pub(crate) id: StreamId,
+}
+
+impl<D: Device> std::fmt::Debug for Stream<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("backend", &self.device.info().backend).field("id", &self.id).finish()
+    }
+}
+
+impl<D: Device> Drop for Stream<D> {
+    fn drop(&mut self) {
+        let _ = self.device.destroy_stream(self.id);
+    }
+}
+
+/// Which copy a (source kind, destination kind) pair is. Sealed.
+pub trait CopyKind<Dst>: private::Sealed + 'static {
+    #[doc(hidden)]
+    fn enqueue<D: Device>(device: &D, src: &View<'_, D>, dst: &View<'_, D>, stream: StreamId) -> Result<()>;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for super::OnDevice {}
+    impl Sealed for super::Pinned {}
+}
+
+impl CopyKind<OnDevice> for Pinned {
+    fn enqueue<D: Device>(device: &D, src: &View<'_, D>, dst: &View<'_, D>, stream: StreamId) -> Result<()> {
+        let ptr = src.host_ptr()?;
+        // SAFETY: src is a bounds-checked view of a live pinned allocation;
+        // the tracker keeps the allocation alive and host-unborrowed until
+        // the copy's event completes.
+        unsafe { device.copy_h2d(ptr, dst.range(), stream) }
+    }
+}
+
+impl CopyKind<Pinned> for OnDevice {
+    fn enqueue<D: Device>(device: &D, src: &View<'_, D>, dst: &View<'_, D>, stream: StreamId) -> Result<()> {
+        let ptr = dst.host_ptr()?;
+        // SAFETY: as for H2D; the destination view is exclusively borrowed.
+        unsafe { device.copy_d2h(src.range(), ptr, stream) }
+    }
+}
+
+impl CopyKind<OnDevice> for OnDevice {
+    fn enqueue<D: Device>(device: &D, src: &View<'_, D>, dst: &View<'_, D>, stream: StreamId) -> Result<()> {
+        device.copy_d2d(src.range(), dst.range(), stream)
+    }
+}
+
+/// One kernel argument for [`Stream::launch`]: a buffer view (read or
+/// written; the access decides which cross-stream waits are inserted) or a
+/// scalar. Made with `.into()` from slices, buffers and scalars.
+pub enum Arg<'a, D: Device = AnyDevice> {
+    #[doc(hidden)]
+    Buffer(View<'a, D>),
+    #[doc(hidden)]
+    Scalar(KernelArg),
+}
+
+impl<'a, T: Pod, D: Device> From<&'a Slice<'a, T, OnDevice, D>> for Arg<'a, D> {
+    fn from(s: &'a Slice<'a, T, OnDevice, D>) -> Self {
+        Arg::Buffer(s.view())
+    }
+}
+
+impl<'a, T: Pod, D: Device> From<&'a SliceMut<'a, T, OnDevice, D>> for Arg<'a, D> {
+    fn from(s: &'a SliceMut<'a, T, OnDevice, D>) -> Self {
+        Arg::Buffer(s.view())
+    }
+}
+
+impl<D: Device> From<u32> for Arg<'_, D> {
+    fn from(v: u32) -> Self {
+        Arg::Scalar(KernelArg::U32(v))
+    }
+}
+
+impl<D: Device> From<i32> for Arg<'_, D> {
+    fn from(v: i32) -> Self {
+        Arg::Scalar(KernelArg::I32(v))
+    }
+}
+
+impl<D: Device> From<f32> for Arg<'_, D> {
+    fn from(v: f32) -> Self {
+        Arg::Scalar(KernelArg::F32(v))
+    }
+}
+
+impl<D: Device> Stream<D> {
+    /// The raw handle.
+    pub fn id(&self) -> StreamId {
+        self.id
+    }
+
+    /// Blocks the host until all enqueued work is done; reports errors of
+    /// work that ran asynchronously.
+    pub fn synchronize(&self) -> Result<()> {
+        self.device.synchronize_stream(self.id)
+    }
+
+    /// `true` when all enqueued work is done.
+    pub fn query(&self) -> Result<bool> {
+        self.device.query_stream(self.id)
+    }
+
+    /// Records `event` at the current end of the stream.
+    pub fn record(&self, event: &Event<D>) -> Result<()> {
+        same_device(&self.device, &event.device, "record_event")?;
+        self.device.record_event(event.id, self.id)
+    }
+
+    /// Makes later work on this stream wait for `event` (no host block).
+    pub fn wait(&self, event: &impl Waitable<D>) -> Result<()> {
+        let (device, id) = event.raw();
+        same_device(&self.device, device, "stream_wait_event")?;
+        self.device.stream_wait_event(self.id, id)
+    }
+
+    /// Runs `enqueue` between the tracker steps of every view it uses.
+    fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+        for v in views {
+            same_device(&self.device, v.device, "stream operation")?;
+        }
+        for v in views {
+            v.tracker.before(self.id, v.access)?;
+        }
+        enqueue()?;
+        for v in views {
+            v.tracker.after(self.id, v.access)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues a copy between equal-length slices: pinned to device,
+    /// device to pinned, or device to device.
+    pub fn copy<'s, 'd, T: Pod, KS: CopyKind<KD>, KD: 'static>(
+        &self,
+        src: impl Into<Slice<'s, T, KS, D>>,
+        dst: impl Into<SliceMut<'d, T, KD, D>>,
+    ) -> Result<()> {
+        let (src, dst) = (src.into(), dst.into());
+        if src.len() != dst.len() {
+            return Err(Error::new(
+                self.device.info().backend,
+                "copy",
+                ErrorKind::OutOfBounds,
+                format!("source has {} elements but destination has {}", src.len(), dst.len()),
+            ));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let (sv, dv) = (src.view(), dst.view());
+        self.tracked(&[&sv, &dv], || KS::enqueue(&*self.device, &sv, &dv, self.id))
+    }
+
+    /// Copies pageable host memory into device memory. Blocks until the
+    /// copy is done, since `src` is only borrowed for this call.
+    pub fn copy_from_host<'d, T: Pod>(&self, src: &[T], dst: impl Into<SliceMut<'d, T, OnDevice, D>>) -> Result<()> {
+        let dst = dst.into();
+        self.check_len(src.len(), dst.len())?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let dv = dst.view();
+        self.tracked(&[&dv], || {
+            // SAFETY: src stays borrowed until the stream has been synchronised below.
+            unsafe { self.device.copy_h2d(src.as_ptr().cast(), dv.range(), self.id) }
+        })?;
+        self.synchronize()
+    }
+
+    /// Copies device memory into pageable host memory. Blocks until done.
+    pub fn copy_to_host<'s, T: Pod>(&self, src: impl Into<Slice<'s, T, OnDevice, D>>, dst: &mut [T]) -> Result<()> {
+        let src = src.into();
+        self.check_len(src.len(), dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let sv = src.view();
+        self.tracked(&[&sv], || {
+            // SAFETY: dst stays borrowed until the stream has been synchronised below.
+            unsafe { self.device.copy_d2h(sv.range(), dst.as_mut_ptr().cast(), self.id) }
+        })?;
+        self.synchronize()
+    }
+
+    fn check_len(&self, src: usize, dst: usize) -> Result<()> {
+        if src != dst {
+            return Err(Error::new(
+                self.device.info().backend,
+                "copy",
+                ErrorKind::OutOfBounds,
+                format!("source has {src} elements but destination has {dst}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Fills a device slice with `value`; `T` must be 4 bytes wide.
+    pub fn fill<'d, T: Pod>(&self, dst: impl Into<SliceMut<'d, T, OnDevice, D>>, value: T) -> Result<()> {
+        let dst = dst.into();
+        let pattern: u32 = bytemuck::try_cast(value).map_err(|_| {
+            Error::new(
+                self.device.info().backend,
+                "fill",
+                ErrorKind::OutOfBounds,
+                format!("fill takes 4-byte elements, not {} bytes", std::mem::size_of::<T>()),
+            )
+        })?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let dv = dst.view();
+        self.tracked(&[&dv], || self.device.fill_u32(dv.range(), pattern, self.id))
+    }
+
+    /// Enqueues `kernel` with `args` in its parameter order.
+    ///
+    /// Launch shapes are checked against the device's limits; buffers used
+    /// on other streams are waited for (device-side) according to their
+    /// read/write access.
+    ///
+    /// # Safety
+    /// The kernel is foreign code: it must match `args` in number and type,
+    /// read and write only within the slices passed (a read-only slice must
+    /// not be written), and finish in finite time.
+    pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
+        same_device(&self.device, &kernel.device, "launch")?;
+        config.validate(self.device.info(), "launch")?;
+        let views: Vec<&View<'_, D>> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Buffer(v) => Some(v),
+                Arg::Scalar(_) => None,
+            })
+            .collect();
+        let raw: Vec<KernelArg> = args
+            .iter()
+            .map(|a| match a {
+                Arg::Buffer(v) => KernelArg::Buffer { alloc: v.alloc, offset: v.offset },
+                Arg::Scalar(s) => *s,
+            })
+            .collect();
+        self.tracked(&views, || {
+            // SAFETY: buffer views are live and bounds-checked; the caller
+            // guarantees the kernel stays within them.
+            unsafe { self.device.launch(kernel.id, &config, &raw, self.id) }
+        })
+    }
+}

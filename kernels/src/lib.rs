@@ -1,0 +1,132 @@
+//! Portable kernel sources, written once, compiled at run time by each backend.
+//!
+//! A kernel file uses a small dialect of C defined by a per-backend prelude,
+//! so the same text compiles as OpenCL C (clBuildProgram) and as CUDA C++
+//! (NVRTC, hiprtc):
+//!
+//! | macro | meaning |
+//! |---|---|
+//! | `KERNEL` | kernel entry point qualifier |
+//! | `DEVICE_FN` | helper function callable from kernels |
+//! | `GLOBAL` / `SHARED` | pointer address spaces: global memory, block-shared memory |
+//! | `SHARED_PARAM(T, name)` | last parameter of a kernel that uses dynamic shared memory (written without a leading comma) |
+//! | `SHARED_DECL(T, name)` | first statement of such a kernel; binds `SHARED T* name` |
+//! | `THREAD_X/Y`, `BLOCK_X/Y`, `BLOCK_DIM_X/Y`, `GRID_DIM_X` | thread and block indices and extents |
+//! | `BARRIER` | block-wide barrier with shared-memory fence |
+//! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition |
+//! | `HETERO_PI` | pi as a float literal |
+//!
+//! Rules for kernel bodies: no backend-specific names, `uint` for unsigned
+//! 32-bit integers, no assumption about the warp or wavefront size, and
+//! barriers reached by every thread of a block. A launcher passes dynamic
+//! shared memory by byte count; OpenCL receives it as the trailing `__local`
+//! argument, CUDA and HIP as `extern __shared__` memory.
+//!
+//! The host backend runs Rust implementations registered under the same
+//! kernel names and argument lists; [`kernel_names`] lists the entry points
+//! of a source so every backend resolves them the same way.
+
+/// Sum of floats: `reduce_partial` (per-block sums) and `reduce_atomic`.
+pub const REDUCE: &str = include_str!("portable/reduce.kern");
+/// Exclusive prefix sum of u32: `scan_block` and `scan_add`.
+pub const SCAN: &str = include_str!("portable/scan.kern");
+/// Jet pull vectors, one block per jet: `pull_jets`.
+pub const PULL: &str = include_str!("portable/pull.kern");
+/// 2D wave equation time step with source injection: `wave_step`.
+pub const WAVE: &str = include_str!("portable/wave.kern");
+/// Small element-wise kernels used by tests and examples: `affine_u32`.
+pub const UTIL: &str = include_str!("portable/util.kern");
+
+/// Every portable source, by workload name.
+pub const ALL: [(&str, &str); 5] = [("reduce", REDUCE), ("scan", SCAN), ("pull", PULL), ("wave", WAVE), ("util", UTIL)];
+
+/// Helpers every source may call (`block_sum`); compiled after the prelude.
+pub const COMMON: &str = include_str!("portable/common.kern");
+
+/// Prelude that maps the dialect onto OpenCL C 1.2.
+pub const PRELUDE_OPENCL: &str = include_str!("prelude/opencl.h");
+/// Prelude that maps the dialect onto CUDA C++ (NVRTC) and HIP (hiprtc).
+pub const PRELUDE_CUDA: &str = include_str!("prelude/cuda.h");
+
+/// The full text a backend compiles: its prelude, [`COMMON`], then `source`.
+pub fn assemble(prelude: &str, source: &str) -> String {
+    format!("{prelude}\n{COMMON}\n#line 1\n{source}")
+}
+
+/// Names of the kernel entry points declared in `source`, in order of
+/// appearance: every `KERNEL void <name>(` outside comments.
+pub fn kernel_names(source: &str) -> Vec<String> {
+    let code = strip_comments(source);
+    let mut names = Vec::new();
+    let mut rest = code.as_str();
+    while let Some(pos) = rest.find("KERNEL") {
+        let before = rest[..pos].chars().next_back().unwrap_or(' ');
+        let after = &rest[pos + "KERNEL".len()..];
+        let mut tokens = after.split_whitespace();
+        if !is_ident(before) && tokens.next() == Some("void") {
+            let name: String = tokens.next().unwrap_or("").chars().take_while(|&c| is_ident(c)).collect();
+            if !name.is_empty() {
+                names.push(name);
+            }
+        }
+        rest = after;
+    }
+    names
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Replaces `/* */` and `//` comments by spaces.
+fn strip_comments(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('/', Some('*')) => {
+                chars.next();
+                let mut prev = ' ';
+                for c in chars.by_ref() {
+                    if prev == '*' && c == '/' {
+                        break;
+                    }
+                    prev = c;
+                }
+                out.push(' ');
+            }
+            ('/', Some('/')) => {
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_of_every_source() {
+        let check = |src: &str, expect: &[&str]| assert_eq!(kernel_names(src), expect);
+        check(REDUCE, &["reduce_partial", "reduce_atomic"]);
+        check(SCAN, &["scan_block", "scan_add"]);
+        check(PULL, &["pull_jets"]);
+        check(WAVE, &["wave_step"]);
+        check(UTIL, &["affine_u32"]);
+    }
+
+    #[test]
+    fn commented_out_kernels_are_not_names() {
+        let src =
+            "// KERNEL void a(uint n)\n/* KERNEL void b(uint n) */\nKERNEL void c(uint n) {}\nMYKERNEL void d() {}";
+        assert_eq!(kernel_names(src), ["c"]);
+    }
+}

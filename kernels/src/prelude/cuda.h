@@ -1,0 +1,19 @@
+/* hetero portable kernel dialect -> CUDA C++ (NVRTC) and HIP (hiprtc) */
+typedef unsigned int uint;
+#define KERNEL extern "C" __global__
+#define DEVICE_FN static __device__ __forceinline__
+#define GLOBAL
+#define SHARED
+#define SHARED_PARAM(T, name)
+#define SHARED_DECL(T, name) extern __shared__ __align__(16) unsigned char hetero_shared_bytes[]; T* name = (T*)hetero_shared_bytes
+#define THREAD_X threadIdx.x
+#define THREAD_Y threadIdx.y
+#define BLOCK_X blockIdx.x
+#define BLOCK_Y blockIdx.y
+#define BLOCK_DIM_X blockDim.x
+#define BLOCK_DIM_Y blockDim.y
+#define GRID_DIM_X gridDim.x
+#define BARRIER __syncthreads()
+#define HETERO_PI 3.14159265358979323846f
+
+static __device__ __forceinline__ void atomic_add_f32(float* p, float v) { atomicAdd(p, v); }
