@@ -158,7 +158,7 @@ impl Device for HostDevice {
 
     fn complete_user_event(&self, event: EventId) -> Result<()> {
         let ev = self.event("complete_user_event", event)?;
-        ev.complete(ev.current());
+        ev.complete(ev.current(), None);
         Ok(())
     }
 
@@ -167,7 +167,7 @@ impl Device for HostDevice {
         let ev = removed.ok_or_else(|| invalid_handle("destroy_event", "event", event.0))?;
         // A user event released while streams wait on it would hold them forever.
         if !ev.is_complete() && ev.current() == 1 {
-            ev.complete(1);
+            ev.complete(1, None);
         }
         Ok(())
     }
@@ -176,13 +176,7 @@ impl Device for HostDevice {
         let ev = self.event("record_event", event)?;
         let target = self.stream("record_event", stream)?;
         let generation = ev.begin_record();
-        target.enqueue(
-            "record_event",
-            Box::new(move || {
-                ev.complete(generation);
-                Ok(())
-            }),
-        )
+        target.signal("record_event", ev, generation)
     }
 
     fn query_event(&self, event: EventId) -> Result<bool> {
@@ -190,8 +184,7 @@ impl Device for HostDevice {
     }
 
     fn synchronize_event(&self, event: EventId) -> Result<()> {
-        self.event("synchronize_event", event)?.wait();
-        Ok(())
+        self.event("synchronize_event", event)?.wait()
     }
 
     fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {

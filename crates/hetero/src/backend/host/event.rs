@@ -10,13 +10,15 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::error::error;
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 #[derive(Default)]
 struct Marks {
     recorded: u64,
     completed: u64,
     time: Option<Instant>,
+    /// Set when a recording was reached by a stream that had failed.
+    error: Option<Error>,
 }
 
 /// One event, shared by the device table and the operations that signal or wait on it.
@@ -51,12 +53,14 @@ impl HostEvent {
         self.lock().recorded
     }
 
-    /// Marks `generation` as reached now.
-    pub(super) fn complete(&self, generation: u64) {
+    /// Marks `generation` as reached now; `failed` is the error of the
+    /// stream that reached it, if that stream had failed.
+    pub(super) fn complete(&self, generation: u64, failed: Option<Error>) {
         let mut marks = self.lock();
         if generation > marks.completed {
             marks.completed = generation;
             marks.time = Some(Instant::now());
+            marks.error = failed;
         }
         self.reached.notify_all();
     }
@@ -74,15 +78,20 @@ impl HostEvent {
         }
     }
 
-    /// Blocks until the latest recording is reached.
-    pub(super) fn wait(&self) {
+    /// Blocks until the latest recording is reached; the error of a failed
+    /// stream that reached it.
+    pub(super) fn wait(&self) -> Result<()> {
         let target = self.current();
         self.wait_for(target);
+        self.lock().error.clone().map_or(Ok(()), Err)
     }
 
     /// When the latest recording was reached, or `NotReady`.
     pub(super) fn time(&self, call: &'static str) -> Result<Instant> {
         let marks = self.lock();
+        if let Some(e) = &marks.error {
+            return Err(e.clone());
+        }
         match marks.time {
             Some(t) if marks.completed >= marks.recorded => Ok(t),
             _ => Err(error(

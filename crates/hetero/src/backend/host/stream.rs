@@ -10,10 +10,20 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use super::error::error;
+use super::event::HostEvent;
 use crate::error::{Error, ErrorKind, Result};
 
 /// One unit of queued work.
 pub(super) type Op = Box<dyn FnOnce() -> Result<()> + Send>;
+
+/// What a worker does with a queue entry.
+enum Work {
+    /// Run the operation (skipped once the stream has failed).
+    Run(Op),
+    /// Mark an event's recording as reached. On a failed stream the event
+    /// is still released, carrying the error, so no waiter hangs.
+    Signal(Arc<HostEvent>, u64),
+}
 
 #[derive(Default)]
 struct Progress {
@@ -30,14 +40,14 @@ struct Shared {
 
 /// An in-order queue served by its own thread.
 pub(super) struct HostStream {
-    sender: Option<mpsc::Sender<Op>>,
+    sender: Option<mpsc::Sender<Work>>,
     shared: Arc<Shared>,
     worker: Option<JoinHandle<()>>,
 }
 
 impl HostStream {
     pub(super) fn new(name: String) -> Result<Self> {
-        let (sender, receiver) = mpsc::channel::<Op>();
+        let (sender, receiver) = mpsc::channel::<Work>();
         let shared = Arc::new(Shared::default());
         let worker_shared = Arc::clone(&shared);
         let worker = std::thread::Builder::new()
@@ -49,11 +59,20 @@ impl HostStream {
 
     /// Queues `op` behind everything enqueued before.
     pub(super) fn enqueue(&self, call: &'static str, op: Op) -> Result<()> {
+        self.push(call, Work::Run(op))
+    }
+
+    /// Queues the completion of `event`'s recording number `generation`.
+    pub(super) fn signal(&self, call: &'static str, event: Arc<HostEvent>, generation: u64) -> Result<()> {
+        self.push(call, Work::Signal(event, generation))
+    }
+
+    fn push(&self, call: &'static str, work: Work) -> Result<()> {
         let sender =
             self.sender.as_ref().ok_or_else(|| error(call, ErrorKind::InvalidHandle, "stream is being destroyed"))?;
         let mut progress = self.shared.progress.lock().unwrap_or_else(PoisonError::into_inner);
         progress.enqueued += 1;
-        sender.send(op).map_err(|_| {
+        sender.send(work).map_err(|_| {
             progress.enqueued -= 1;
             error(call, ErrorKind::Driver, "stream worker has stopped")
         })
@@ -89,10 +108,17 @@ impl Drop for HostStream {
     }
 }
 
-fn serve(receiver: &mpsc::Receiver<Op>, shared: &Shared) {
-    while let Ok(op) = receiver.recv() {
-        let failed = shared.progress.lock().unwrap_or_else(PoisonError::into_inner).error.is_some();
-        let outcome = if failed { Ok(()) } else { op() };
+fn serve(receiver: &mpsc::Receiver<Work>, shared: &Shared) {
+    while let Ok(work) = receiver.recv() {
+        let failed = shared.progress.lock().unwrap_or_else(PoisonError::into_inner).error.clone();
+        let outcome = match (work, failed) {
+            (Work::Run(op), None) => op(),
+            (Work::Run(_), Some(_)) => Ok(()),
+            (Work::Signal(event, generation), failed) => {
+                event.complete(generation, failed);
+                Ok(())
+            }
+        };
         let mut progress = shared.progress.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(e) = outcome {
             progress.error.get_or_insert(e);

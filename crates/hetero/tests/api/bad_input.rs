@@ -1,0 +1,156 @@
+//! Bad input gets a typed error, never a panic or undefined behaviour.
+
+use hetero::{Backend, Context, Device, ErrorKind, LaunchConfig};
+
+fn kind<T: std::fmt::Debug>(result: hetero::Result<T>) -> ErrorKind {
+    result.expect_err("call should fail").kind
+}
+
+pub fn copy_out_of_bounds(ctx: &Context) {
+    let pinned = ctx.alloc_pinned::<f32>(16).unwrap();
+    let device = ctx.alloc::<f32>(16).unwrap();
+    assert_eq!(kind(pinned.slice(10..17)), ErrorKind::OutOfBounds);
+    assert_eq!(kind(device.slice(17..)), ErrorKind::OutOfBounds);
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = device.slice(9..3);
+    assert_eq!(kind(reversed), ErrorKind::OutOfBounds);
+    assert_eq!(kind(device.slice(..=usize::MAX)), ErrorKind::OutOfBounds);
+    // The raw layer checks too, before anything reaches a driver.
+    let raw = hetero::DeviceRange { alloc: hetero::AllocId(u64::MAX), offset: 0, len: 4 };
+    let stream = ctx.device().create_stream(Default::default()).unwrap();
+    assert_eq!(kind(ctx.device().fill_u32(raw, 0, stream)), ErrorKind::InvalidHandle);
+    let alloc = ctx.device().alloc_device(64).unwrap();
+    let past_end = hetero::DeviceRange { alloc, offset: 60, len: 8 };
+    assert_eq!(kind(ctx.device().fill_u32(past_end, 0, stream)), ErrorKind::OutOfBounds);
+    let wrapping = hetero::DeviceRange { alloc, offset: usize::MAX - 2, len: 8 };
+    assert_eq!(kind(ctx.device().copy_d2d(wrapping, wrapping, stream)), ErrorKind::OutOfBounds);
+    ctx.device().destroy_stream(stream).unwrap();
+    // SAFETY: no work was enqueued on the allocation.
+    unsafe { ctx.device().free(alloc).unwrap() };
+}
+
+pub fn copy_length_mismatch(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let pinned = ctx.alloc_pinned::<f32>(16).unwrap();
+    let mut device = ctx.alloc::<f32>(8).unwrap();
+    assert_eq!(kind(stream.copy(&pinned, &mut device)), ErrorKind::OutOfBounds);
+    assert_eq!(kind(stream.copy_from_host(&[1.0f32; 3], &mut device)), ErrorKind::OutOfBounds);
+    let mut host = [0.0f32; 9];
+    assert_eq!(kind(stream.copy_to_host(&device, &mut host)), ErrorKind::OutOfBounds);
+    let mut other = ctx.alloc::<f32>(9).unwrap();
+    assert_eq!(kind(stream.copy(&device, &mut other)), ErrorKind::OutOfBounds);
+}
+
+pub fn zero_length_copies_are_no_ops(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let pinned = ctx.pinned_from_slice(&[7u32; 8]).unwrap();
+    let mut device = ctx.alloc::<u32>(8).unwrap();
+    stream.fill(&mut device, 1).unwrap();
+    stream.copy(pinned.slice(8..).unwrap(), device.slice_mut(3..3).unwrap()).unwrap();
+    stream.copy_from_host(&[], device.slice_mut(0..0).unwrap()).unwrap();
+    let empty = ctx.alloc::<u32>(0).unwrap();
+    let mut also_empty = ctx.alloc::<u32>(0).unwrap();
+    stream.copy(&empty, &mut also_empty).unwrap();
+    let mut out = [0u32; 8];
+    stream.copy_to_host(&device, &mut out).unwrap();
+    assert_eq!(out, [1; 8], "a zero-length copy changed data");
+}
+
+pub fn objects_of_another_device(ctx: &Context) {
+    let Ok(mut devices) = hetero::backend_devices(ctx.info().backend) else { return };
+    let other = Context::new(devices.remove(0));
+    let stream = ctx.stream().unwrap();
+    let foreign_pinned = other.alloc_pinned::<u32>(4).unwrap();
+    let mut local = ctx.alloc::<u32>(4).unwrap();
+    assert_eq!(kind(stream.copy(&foreign_pinned, &mut local)), ErrorKind::DeviceMismatch);
+    let foreign_event = other.event().unwrap();
+    assert_eq!(kind(stream.record(&foreign_event)), ErrorKind::DeviceMismatch);
+    assert_eq!(kind(stream.wait(&foreign_event)), ErrorKind::DeviceMismatch);
+    let local_event = ctx.event().unwrap();
+    assert_eq!(kind(local_event.elapsed_ms(&foreign_event)), ErrorKind::DeviceMismatch);
+    let foreign_kernel = other.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let xs = local.slice_mut(..).unwrap();
+    // SAFETY: refused before launch (device mismatch); otherwise in bounds.
+    let launched = unsafe {
+        stream.launch(
+            &foreign_kernel,
+            LaunchConfig::linear(1, 4, 0),
+            &[(&xs).into(), 4u32.into(), 1u32.into(), 0u32.into()],
+        )
+    };
+    assert_eq!(kind(launched), ErrorKind::DeviceMismatch);
+}
+
+pub fn raw_handles_of_another_device(ctx: &Context) {
+    let Ok(mut devices) = hetero::backend_devices(ctx.info().backend) else { return };
+    let other = devices.remove(0);
+    let dev = ctx.device();
+    let stream = dev.create_stream(Default::default()).unwrap();
+    let foreign_event = other.create_event().unwrap();
+    let foreign_alloc = other.alloc_device(16).unwrap();
+    assert_eq!(kind(dev.record_event(foreign_event, stream)), ErrorKind::InvalidHandle);
+    assert_eq!(kind(dev.stream_wait_event(stream, foreign_event)), ErrorKind::InvalidHandle);
+    let range = hetero::DeviceRange { alloc: foreign_alloc, offset: 0, len: 16 };
+    assert_eq!(kind(dev.fill_u32(range, 0, stream)), ErrorKind::InvalidHandle);
+    dev.destroy_stream(stream).unwrap();
+    assert_eq!(kind(dev.destroy_stream(stream)), ErrorKind::InvalidHandle, "a released stream is still accepted");
+    other.destroy_event(foreign_event).unwrap();
+    // SAFETY: no work was enqueued on the allocation.
+    unsafe { other.free(foreign_alloc).unwrap() };
+}
+
+pub fn launch_shapes_beyond_limits(ctx: &Context) {
+    let info = ctx.info().clone();
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let mut x = ctx.alloc::<u32>(64).unwrap();
+    let xs = x.slice_mut(..).unwrap();
+    let cases = [
+        LaunchConfig::linear(1, info.max_threads_per_block + 1, 0),
+        LaunchConfig::linear(0, 64, 0),
+        LaunchConfig { grid: [1, 1, 1], block: [64, 0, 1], shared_bytes: 0 },
+        LaunchConfig::linear(1, 64, info.shared_memory_per_block + 1),
+    ];
+    for config in cases {
+        // SAFETY: every case is refused before launch; otherwise in bounds.
+        let result = unsafe { stream.launch(&kernel, config, &[(&xs).into(), 64u32.into(), 1u32.into(), 0u32.into()]) };
+        let err = result.expect_err("launch beyond limits must fail");
+        assert_eq!(err.kind, ErrorKind::InvalidLaunch, "{config:?}: {err}");
+        assert!(!err.message.is_empty());
+    }
+    let too_big = LaunchConfig::linear(1, info.max_threads_per_block + 1, 0);
+    let message = too_big.validate(&info, "launch").unwrap_err().to_string();
+    assert!(message.contains(&(info.max_threads_per_block + 1).to_string()), "message names the request: {message}");
+    assert!(message.contains(&info.max_threads_per_block.to_string()), "message names the limit: {message}");
+}
+
+pub fn kernel_not_in_module(ctx: &Context) {
+    let module = ctx.build_module(hetero::kernels::UTIL).unwrap();
+    let err = module.kernel("no_such_kernel").unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelNotFound);
+    assert!(err.to_string().contains("no_such_kernel"), "{err}");
+}
+
+pub fn build_failure_carries_log(ctx: &Context) {
+    let source = "KERNEL void broken_kernel(GLOBAL uint* x) { this is not a statement }";
+    let err = ctx.build_module(source).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Build);
+    let log = err.build_log().expect("build errors carry a log");
+    assert!(!log.trim().is_empty());
+    if ctx.info().backend == Backend::Host {
+        assert!(log.contains("broken_kernel"), "the log names the unresolved kernel: {log}");
+    }
+    assert_eq!(ctx.build_module("no kernels here").unwrap_err().kind, ErrorKind::Build);
+}
+
+pub fn out_of_memory_leaves_device_usable(ctx: &Context) {
+    let too_much = (ctx.info().total_memory as usize).saturating_mul(4).max(1 << 50);
+    assert_eq!(kind(ctx.alloc::<u8>(too_much)), ErrorKind::OutOfMemory);
+    assert_eq!(kind(ctx.alloc::<u64>(usize::MAX / 2)), ErrorKind::OutOfMemory);
+    let stream = ctx.stream().unwrap();
+    let mut x = ctx.alloc::<u32>(1024).unwrap();
+    stream.fill(&mut x, 9).unwrap();
+    let mut out = vec![0u32; 1024];
+    stream.copy_to_host(&x, &mut out).unwrap();
+    assert!(out.iter().all(|&v| v == 9));
+}

@@ -1,0 +1,81 @@
+//! API semantics and bad-input tests, written once over `Context<AnyDevice>`
+//! and instantiated for every backend by [`backend_tests!`].
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+mod bad_input;
+mod semantics;
+
+use hetero::{AnyDevice, Backend, Context, ErrorKind};
+
+/// The first device of `backend`, or `None` (printing why) when this
+/// machine cannot run it.
+pub fn context(backend: Backend) -> Option<Context<AnyDevice>> {
+    match hetero::backend_devices(backend) {
+        Ok(mut devices) if !devices.is_empty() => Some(Context::new(devices.remove(0))),
+        Ok(_) => {
+            println!("skipped: {backend} backend reports no device");
+            None
+        }
+        Err(e) if e.kind == ErrorKind::Unavailable => {
+            println!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("{backend} backend failed to initialise: {e}"),
+    }
+}
+
+/// Instantiates every test body for one backend.
+macro_rules! backend_tests {
+    ($module:ident, $backend:expr) => {
+        mod $module {
+            use rstest::rstest;
+
+            use super::{bad_input, context, semantics};
+
+            #[rstest]
+            #[case::stream_order(semantics::stream_order)]
+            #[case::raw_event_wait(semantics::raw_event_wait_orders_streams)]
+            #[case::drop_waits(semantics::drop_waits_for_queued_work)]
+            #[case::query_with_blocker(semantics::query_before_and_after_completion)]
+            #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
+            #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
+            #[case::copy_out_of_bounds(bad_input::copy_out_of_bounds)]
+            #[case::copy_length_mismatch(bad_input::copy_length_mismatch)]
+            #[case::zero_length_copies(bad_input::zero_length_copies_are_no_ops)]
+            #[case::foreign_objects(bad_input::objects_of_another_device)]
+            #[case::foreign_raw_handles(bad_input::raw_handles_of_another_device)]
+            #[case::bad_launch_shape(bad_input::launch_shapes_beyond_limits)]
+            #[case::unknown_kernel(bad_input::kernel_not_in_module)]
+            #[case::build_failure(bad_input::build_failure_carries_log)]
+            #[case::out_of_memory(bad_input::out_of_memory_leaves_device_usable)]
+            fn api(#[case] body: fn(&hetero::Context)) {
+                if let Some(ctx) = context($backend) {
+                    body(&ctx);
+                }
+            }
+
+            #[rstest]
+            fn gated_two_stream_chain(#[values(1, 2, 3, 4)] seed: u64) {
+                if let Some(ctx) = context($backend) {
+                    semantics::gated_two_stream_chain(&ctx, seed);
+                }
+            }
+
+            #[rstest]
+            fn subrange_copies(
+                #[values((0, 0, 8), (5, 3, 8), (17, 40, 7), (0, 56, 8), (63, 0, 1), (10, 20, 0))] case: (
+                    usize,
+                    usize,
+                    usize,
+                ),
+            ) {
+                if let Some(ctx) = context($backend) {
+                    semantics::subrange_copies(&ctx, case.0, case.1, case.2);
+                }
+            }
+        }
+    };
+}
+
+backend_tests!(host, hetero::Backend::Host);

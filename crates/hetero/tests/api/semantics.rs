@@ -1,0 +1,233 @@
+//! What streams, events and buffers must do on every backend.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use hetero::{Context, Device, DeviceRange, ErrorKind, Kernel, LaunchConfig, StreamFlags};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const SENTINEL: u32 = 0xDEAD_BEEF;
+
+fn affine(ctx: &Context) -> Kernel {
+    ctx.build_module(hetero::kernels::UTIL).and_then(|m| m.kernel("affine_u32")).expect("affine_u32 builds")
+}
+
+/// Enqueues x = a * x + b on `stream` over the whole buffer.
+fn launch_affine(stream: &hetero::Stream, kernel: &Kernel, x: &mut hetero::DeviceBuffer<u32>, a: u32, b: u32) {
+    let n = x.len() as u32;
+    let xs = x.slice_mut(..).expect("whole buffer");
+    let config = LaunchConfig::linear(n.div_ceil(64).max(1), 64, 0);
+    // SAFETY: affine_u32 touches x[0..n) and x holds n elements.
+    unsafe { stream.launch(kernel, config, &[(&xs).into(), n.into(), a.into(), b.into()]) }.expect("launch");
+}
+
+/// Opens `gate` from another thread after a short delay; returns the flag
+/// the thread sets just before opening it.
+fn open_later(gate: Arc<hetero::UserEvent>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+    let opened = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&opened);
+    let handle = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        flag.store(true, Ordering::SeqCst);
+        gate.complete().expect("complete gate");
+    });
+    (opened, handle)
+}
+
+pub fn stream_order(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let start: Vec<u32> = (0..1000).map(|_| rng.random_range(0..1000)).collect();
+    let mut x = ctx.alloc::<u32>(start.len()).unwrap();
+    let mut y = ctx.alloc::<u32>(start.len()).unwrap();
+    stream.copy_from_host(&start, &mut x).unwrap();
+    let mut expect = start.clone();
+    for step in 0..40 {
+        let (a, b) = (rng.random_range(1..4u32), rng.random_range(0..9u32));
+        launch_affine(&stream, &kernel, &mut x, a, b);
+        for v in &mut expect {
+            *v = a.wrapping_mul(*v).wrapping_add(b);
+        }
+        if step % 10 == 0 {
+            // A round trip through another buffer must not reorder anything.
+            stream.copy(&x, &mut y).unwrap();
+            stream.fill(&mut x, 0u32).unwrap();
+            stream.copy(&y, &mut x).unwrap();
+        }
+    }
+    let mut out = vec![0u32; start.len()];
+    stream.copy_to_host(&x, &mut out).unwrap();
+    assert_eq!(out, expect);
+}
+
+/// Random x2 / -1 steps alternating between two streams, behind a gate
+/// that holds the first stream: only a device-side wait at every hand-over
+/// gives the one correct final value.
+pub fn gated_two_stream_chain(ctx: &Context, seed: u64) {
+    let kernel = affine(ctx);
+    let streams = [ctx.stream().unwrap(), ctx.stream().unwrap()];
+    let gate = Arc::new(ctx.user_event().unwrap());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut x = ctx.alloc::<u32>(256).unwrap();
+    let mut expect = 3u32;
+    streams[0].fill(&mut x, expect).unwrap();
+    streams[0].wait(&*gate).unwrap();
+    for _ in 0..30 {
+        let stream = &streams[rng.random_range(0..2)];
+        if rng.random_bool(0.5) {
+            launch_affine(stream, &kernel, &mut x, 2, 0);
+            expect = expect.wrapping_mul(2);
+        } else {
+            launch_affine(stream, &kernel, &mut x, 1, u32::MAX);
+            expect = expect.wrapping_sub(1);
+        }
+    }
+    let mut result = ctx.alloc_pinned::<u32>(256).unwrap();
+    streams[1].copy(&x, &mut result).unwrap();
+    assert!(!streams[1].query().unwrap(), "work behind a closed gate reported complete");
+    gate.complete().unwrap();
+    assert!(result.host_slice().unwrap().iter().all(|&v| v == expect), "final value differs from {expect}");
+}
+
+/// The raw Device API: a copy on stream B ordered after a copy on stream A
+/// only by `stream_wait_event`, while A is held by a gate.
+pub fn raw_event_wait_orders_streams(ctx: &Context) {
+    let dev = ctx.device();
+    let flags = StreamFlags { non_blocking: true, priority: 0 };
+    let (a, b) = (dev.create_stream(flags).unwrap(), dev.create_stream(flags).unwrap());
+    let gate = dev.create_user_event().unwrap();
+    let done = dev.create_event().unwrap();
+    let alloc = dev.alloc_device(64).unwrap();
+    let src: Vec<u8> = (0..64).collect();
+    let mut dst = vec![0u8; 64];
+    let range = DeviceRange { alloc, offset: 0, len: 64 };
+    dev.stream_wait_event(a, gate).unwrap();
+    // SAFETY: src and dst outlive the synchronisations below.
+    unsafe { dev.copy_h2d(src.as_ptr(), range, a).unwrap() };
+    dev.record_event(done, a).unwrap();
+    dev.stream_wait_event(b, done).unwrap();
+    // SAFETY: as above.
+    unsafe { dev.copy_d2h(range, dst.as_mut_ptr(), b).unwrap() };
+    assert!(!dev.query_event(done).unwrap());
+    assert!(!dev.query_stream(b).unwrap(), "stream B ran ahead of the event it waits on");
+    dev.complete_user_event(gate).unwrap();
+    dev.synchronize_stream(b).unwrap();
+    dev.synchronize_stream(a).unwrap();
+    assert_eq!(dst, src);
+    for e in [gate, done] {
+        dev.destroy_event(e).unwrap();
+    }
+    // SAFETY: both streams are synchronised; nothing uses the allocation.
+    unsafe { dev.free(alloc).unwrap() };
+    dev.destroy_stream(a).unwrap();
+    dev.destroy_stream(b).unwrap();
+}
+
+/// Copies pinned[src..src+len] -> device[dst'..] -> pinned[dst..dst+len]
+/// inside one pinned allocation; everything outside the target range keeps
+/// its sentinel.
+pub fn subrange_copies(ctx: &Context, src: usize, dst: usize, len: usize) {
+    let stream = ctx.stream().unwrap();
+    let mut pinned = ctx.alloc_pinned::<u32>(64).unwrap();
+    let host = pinned.host_slice_mut().unwrap();
+    for (i, v) in host.iter_mut().enumerate() {
+        *v = if (src..src + len).contains(&i) { 1000 + i as u32 } else { SENTINEL };
+    }
+    let mut device = ctx.alloc::<u32>(20).unwrap();
+    stream.fill(&mut device, SENTINEL).unwrap();
+    let mid = 20 - len.min(20);
+    stream.copy(pinned.slice(src..src + len).unwrap(), device.slice_mut(mid..mid + len).unwrap()).unwrap();
+    let mut out = ctx.alloc_pinned::<u32>(64).unwrap();
+    out.host_slice_mut().unwrap().fill(SENTINEL);
+    stream.copy(device.slice(mid..mid + len).unwrap(), out.slice_mut(dst..dst + len).unwrap()).unwrap();
+    let got = out.host_slice().unwrap();
+    for (i, &v) in got.iter().enumerate() {
+        let expect = if (dst..dst + len).contains(&i) { 1000 + (src + i - dst) as u32 } else { SENTINEL };
+        assert_eq!(v, expect, "element {i} (copied {src}..{} to {dst}..{})", src + len, dst + len);
+    }
+}
+
+/// Dropping a buffer with queued work waits for it before freeing.
+pub fn drop_waits_for_queued_work(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let gate = Arc::new(ctx.user_event().unwrap());
+    let input = ctx.pinned_from_slice(&[5u32; 4096]).unwrap();
+    let mut output = ctx.alloc_pinned::<u32>(4096).unwrap();
+    let mut device = ctx.alloc::<u32>(4096).unwrap();
+    stream.wait(&*gate).unwrap();
+    stream.copy(&input, &mut device).unwrap();
+    stream.copy(&device, &mut output).unwrap();
+    let (opened, opener) = open_later(Arc::clone(&gate));
+    drop(device);
+    assert!(opened.load(Ordering::SeqCst), "buffer was freed while its copies were still queued");
+    opener.join().unwrap();
+    assert!(output.host_slice().unwrap().iter().all(|&v| v == 5));
+}
+
+/// Queries say "not done" while a gate holds the stream and "done" after.
+pub fn query_before_and_after_completion(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let gate = ctx.user_event().unwrap();
+    let event = ctx.event().unwrap();
+    let input = ctx.pinned_from_slice(&[1.5f32; 256]).unwrap();
+    let mut device = ctx.alloc::<f32>(256).unwrap();
+    assert!(stream.query().unwrap(), "a new stream has no pending work");
+    assert!(event.query().unwrap(), "a never-recorded event counts as complete");
+    stream.wait(&gate).unwrap();
+    stream.copy(&input, &mut device).unwrap();
+    stream.record(&event).unwrap();
+    assert!(!stream.query().unwrap());
+    assert!(!event.query().unwrap());
+    assert!(!device.is_idle().unwrap());
+    assert!(!gate.query().unwrap());
+    gate.complete().unwrap();
+    stream.synchronize().unwrap();
+    assert!(stream.query().unwrap());
+    assert!(event.query().unwrap());
+    assert!(device.is_idle().unwrap());
+}
+
+/// Device times between events are non-negative and ordered; asking for a
+/// time before completion is `NotReady`.
+pub fn elapsed_times_are_ordered(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let events: Vec<_> = (0..3).map(|_| ctx.event().unwrap()).collect();
+    assert_eq!(events[0].elapsed_ms(&events[1]).unwrap_err().kind, ErrorKind::NotReady);
+    let mut x = ctx.alloc::<u32>(1 << 16).unwrap();
+    stream.fill(&mut x, 1).unwrap();
+    let gate = ctx.user_event().unwrap();
+    stream.wait(&gate).unwrap();
+    stream.record(&events[0]).unwrap();
+    launch_affine(&stream, &kernel, &mut x, 3, 1);
+    stream.record(&events[1]).unwrap();
+    launch_affine(&stream, &kernel, &mut x, 3, 1);
+    stream.record(&events[2]).unwrap();
+    assert_eq!(events[0].elapsed_ms(&events[2]).unwrap_err().kind, ErrorKind::NotReady);
+    gate.complete().unwrap();
+    stream.synchronize().unwrap();
+    let t01 = events[0].elapsed_ms(&events[1]).unwrap();
+    let t12 = events[1].elapsed_ms(&events[2]).unwrap();
+    let t02 = events[0].elapsed_ms(&events[2]).unwrap();
+    assert!(t01 >= 0.0 && t12 >= 0.0, "negative interval: {t01} ms, {t12} ms");
+    assert!(t02 >= t01 && t02 >= t12, "t02 = {t02} ms is shorter than a part ({t01} ms, {t12} ms)");
+}
+
+/// Host access to a pinned buffer waits for the copy that fills it.
+pub fn pinned_host_access_waits(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let gate = Arc::new(ctx.user_event().unwrap());
+    let mut device = ctx.alloc::<u32>(1024).unwrap();
+    stream.fill(&mut device, 42).unwrap();
+    let mut pinned = ctx.alloc_pinned::<u32>(1024).unwrap();
+    stream.wait(&*gate).unwrap();
+    stream.copy(&device, &mut pinned).unwrap();
+    let (opened, opener) = open_later(Arc::clone(&gate));
+    let data = pinned.host_slice().unwrap();
+    assert!(opened.load(Ordering::SeqCst), "host read the buffer while a copy into it was queued");
+    assert!(data.iter().all(|&v| v == 42));
+    opener.join().unwrap();
+}

@@ -1,0 +1,71 @@
+//! Behaviour specific to the host backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use hetero::backend::host::HostDevice;
+use hetero::{Context, ErrorKind, LaunchConfig};
+
+/// A kernel that reads past its buffer faults; the stream then reports the
+/// fault from every synchronising call (sticky, like a GPU's), and other
+/// streams keep working.
+#[test]
+fn kernel_fault_is_sticky_on_its_stream() {
+    let ctx = Context::new(HostDevice::new());
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let stream = ctx.stream().unwrap();
+    let mut x = ctx.alloc::<u32>(16).unwrap();
+    let xs = x.slice_mut(..).unwrap();
+    // SAFETY: deliberately breaks the contract (n = 32 > 16 elements); the
+    // host backend bounds-checks every access, so this is a fault, not UB.
+    unsafe {
+        stream.launch(&kernel, LaunchConfig::linear(1, 32, 0), &[(&xs).into(), 32u32.into(), 1u32.into(), 1u32.into()])
+    }
+    .unwrap();
+    let err = stream.synchronize().unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelFault);
+    assert!(err.message.contains("affine_u32") && err.message.contains("out-of-bounds"), "{err}");
+    assert_eq!(stream.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
+    let other = ctx.stream().unwrap();
+    let mut y = ctx.alloc::<u32>(4).unwrap();
+    other.fill(&mut y, 3).unwrap();
+    let mut out = [0u32; 4];
+    other.copy_to_host(&y, &mut out).unwrap();
+    assert_eq!(out, [3; 4]);
+}
+
+/// Too little dynamic shared memory for a kernel is a fault naming both numbers.
+#[test]
+fn short_shared_memory_is_a_fault() {
+    let ctx = Context::new(HostDevice::new());
+    let kernel = ctx.build_module(hetero::kernels::REDUCE).unwrap().kernel("reduce_partial").unwrap();
+    let stream = ctx.stream().unwrap();
+    let input = ctx.alloc::<f32>(64).unwrap();
+    let mut out = ctx.alloc::<f32>(1).unwrap();
+    let (i, o) = (input.slice(..).unwrap(), out.slice_mut(..).unwrap());
+    // SAFETY: in bounds; shared memory is short on purpose (64 threads need 256 bytes).
+    unsafe { stream.launch(&kernel, LaunchConfig::linear(1, 64, 16), &[(&i).into(), (&o).into(), 64u32.into()]) }
+        .unwrap();
+    let err = stream.synchronize().unwrap_err();
+    assert!(err.message.contains("256") && err.message.contains("16"), "{err}");
+}
+
+/// Static dispatch: the typed layer works over a concrete backend type too.
+#[test]
+fn typed_layer_over_a_concrete_device() {
+    let ctx: Context<HostDevice> = Context::new(HostDevice::new());
+    let stream = ctx.stream().unwrap();
+    let mut x = ctx.alloc::<f32>(8).unwrap();
+    stream.fill(&mut x, 2.5f32).unwrap();
+    let mut out = [0f32; 8];
+    stream.copy_to_host(&x, &mut out).unwrap();
+    assert_eq!(out, [2.5; 8]);
+}
+
+#[test]
+fn discovery_lists_the_host() {
+    let found = hetero::devices();
+    assert!(found.devices.iter().any(|d| hetero::Device::info(d).backend == hetero::Backend::Host));
+    let err = hetero::backend_devices(hetero::Backend::Cuda).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unavailable);
+    assert!(err.to_string().contains("cuda"), "{err}");
+}
