@@ -10,7 +10,7 @@ use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
 use crate::AnyDevice;
-use crate::device::{Device, KernelArg, LaunchConfig, StreamId};
+use crate::device::{Backend, Device, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
 /// An in-order queue of work; destroyed (after its work finishes) on drop.
@@ -111,6 +111,11 @@ impl<D: Device> Stream<D> {
     /// The raw handle.
     pub fn id(&self) -> StreamId {
         self.id
+    }
+
+    /// The backend of the stream's device.
+    pub fn backend(&self) -> Backend {
+        self.device.info().backend
     }
 
     /// Blocks the host until all enqueued work is done; reports errors of

@@ -1,0 +1,19 @@
+//! hetero's conformance suite.
+//!
+//! Four workloads — [`workloads::reduce`], [`workloads::scan`],
+//! [`workloads::pull`] and [`workloads::wave`] — run on any device through
+//! the typed layer, from inputs drawn with a fixed seed, and are checked
+//! against simple sequential float64 references with tolerances derived in
+//! [`check`]. Device times come from events. The `conform` binary drives
+//! them and prints a table; [`report`] is the JSON it writes.
+
+pub mod check;
+pub mod dump;
+pub mod inputs;
+pub mod report;
+pub mod run;
+pub mod table;
+pub mod workloads;
+
+pub use run::{Selection, run_device};
+pub use workloads::{Size, Workload};

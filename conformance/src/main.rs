@@ -1,0 +1,180 @@
+//! `conform`: run hetero's conformance workloads on the chosen backends and
+//! print a pass/fail table with errors, tolerances and device times.
+//!
+//! Exit status: 0 when every check passed, 1 when one failed, 2 when the
+//! request cannot run (bad arguments, a backend that is missing, an
+//! unwritable output path).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use conformance::dump::Dump;
+use conformance::report::{Report, SCHEMA_VERSION, Unavailable};
+use conformance::{Selection, Size, Workload, inputs, run_device, table};
+use hetero::{Backend, Context, ErrorKind};
+
+/// Which backends to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Choice {
+    /// Every compiled-in backend whose runtime is present (host always).
+    Auto,
+    /// The embedded CPU backend.
+    Host,
+    /// OpenCL.
+    Opencl,
+    /// CUDA.
+    Cuda,
+    /// HIP.
+    Hip,
+    /// Every compiled-in backend; a missing runtime is an error.
+    All,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "conform", version, about = "Run hetero's conformance workloads and compare with float64 references")]
+struct Cli {
+    /// Backend(s) to run.
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: Choice,
+    /// Workloads to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "reduce,scan,pull,wave")]
+    workload: Vec<Workload>,
+    /// Problem size.
+    #[arg(long, value_enum, default_value = "small")]
+    size: Size,
+    /// Seed of the inputs.
+    #[arg(long, default_value_t = inputs::DEFAULT_SEED)]
+    seed: u64,
+    /// Device index within each backend.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Write the JSON report to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write every workload's inputs and outputs as .npy files under this directory.
+    #[arg(long, value_name = "DIR")]
+    dump: Option<PathBuf>,
+}
+
+/// A request that cannot run: printed, exit status 2.
+struct CannotRun(String);
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(CannotRun(reason)) => {
+            eprintln!("conform: cannot run: {reason}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<bool, CannotRun> {
+    let dump = match &cli.dump {
+        Some(dir) => Some(Dump::create(dir).map_err(|e| CannotRun(format!("--dump: {e}")))?),
+        None => None,
+    };
+    let mut json = match &cli.json {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|e| CannotRun(format!("--json: cannot write `{}`: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let (contexts, unavailable) = select(cli)?;
+    let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump };
+    println!(
+        "hetero conform: {} on {}, size {}, seed {}",
+        cli.workload.iter().map(|w| w.name()).collect::<Vec<_>>().join(","),
+        contexts.iter().map(|c| c.info().backend.name()).collect::<Vec<_>>().join(","),
+        cli.size.name(),
+        cli.seed
+    );
+    let mut runs = Vec::new();
+    for ctx in &contexts {
+        let run = run_device(ctx, &selection, |r| {
+            eprintln!(
+                "  {} {} {}: {}",
+                ctx.info().backend,
+                r.workload.name(),
+                r.variant,
+                if r.passed { "pass" } else { "FAIL" }
+            );
+        });
+        runs.push(run);
+    }
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        hetero_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: cli.seed,
+        size: cli.size,
+        runs,
+        unavailable,
+    };
+    print!("{}", table::render(&report));
+    let total = report.runs.iter().map(|r| r.results.len()).sum::<usize>();
+    let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
+    if report.passed() {
+        println!("PASS: {total} of {total} checks passed");
+    } else {
+        println!("FAIL: {failed} of {total} checks failed");
+    }
+    if let (Some(file), Some(path)) = (json.as_mut(), &cli.json) {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| CannotRun(format!("--json: {e}")))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .map_err(|e| CannotRun(format!("--json: cannot write `{}`: {e}", path.display())))?;
+    }
+    Ok(report.passed())
+}
+
+/// The devices to run and the backends that were probed but are missing.
+fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
+    let (backends, required) = match cli.backend {
+        Choice::Auto => (hetero::compiled_backends(), false),
+        Choice::All => (hetero::compiled_backends(), true),
+        Choice::Host => (vec![Backend::Host], true),
+        Choice::Opencl => (vec![Backend::OpenCl], true),
+        Choice::Cuda => (vec![Backend::Cuda], true),
+        Choice::Hip => (vec![Backend::Hip], true),
+    };
+    let mut contexts = Vec::new();
+    let mut unavailable = Vec::new();
+    for backend in backends {
+        match hetero::backend_devices(backend) {
+            Ok(mut devices) if cli.device < devices.len() => {
+                contexts.push(Context::new(devices.swap_remove(cli.device)))
+            }
+            Ok(devices) => {
+                let reason =
+                    format!("{backend} has {} device(s); --device {} does not exist", devices.len(), cli.device);
+                if required {
+                    return Err(CannotRun(reason));
+                }
+                unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
+            }
+            Err(e) if e.kind == ErrorKind::Unavailable && !required => {
+                unavailable.push(Unavailable { backend: backend.name().to_string(), reason: e.message })
+            }
+            Err(e) => return Err(CannotRun(format!("{e}{}", hint(backend)))),
+        }
+    }
+    if contexts.is_empty() {
+        return Err(CannotRun("no backend is available".to_string()));
+    }
+    Ok((contexts, unavailable))
+}
+
+/// How to get a backend's runtime, appended to its error.
+fn hint(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Host => "",
+        Backend::OpenCl => "; install an OpenCL driver (e.g. `apt-get install pocl-opencl-icd`) and an ICD loader",
+        Backend::Cuda => "; needs an NVIDIA driver (libcuda.so) and NVRTC (libnvrtc.so) from the CUDA toolkit",
+        Backend::Hip => "; needs ROCm's libamdhip64.so and libhiprtc.so (set ROCM_PATH)",
+    }
+}

@@ -1,0 +1,149 @@
+//! The JSON report (schema documented in `docs/report-schema.md`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::workloads::{Outcome, Size, Workload};
+
+/// Version of the report layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one `conform` invocation found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// hetero version that produced the report.
+    pub hetero_version: String,
+    /// Seed of the inputs.
+    pub seed: u64,
+    /// Size class of every result.
+    pub size: Size,
+    /// One entry per device run.
+    pub runs: Vec<Run>,
+    /// Backends that were asked for (or probed by `auto`) but could not run.
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// The results of one device.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    /// Backend name: host, opencl, cuda or hip.
+    pub backend: String,
+    /// The device.
+    pub device: DeviceReport,
+    /// One entry per workload variant.
+    pub results: Vec<ResultRecord>,
+}
+
+/// What was run on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceReport {
+    /// Device name.
+    pub name: String,
+    /// Vendor.
+    pub vendor: String,
+    /// Platform or driver description.
+    pub platform: String,
+    /// Index within the backend.
+    pub ordinal: usize,
+    /// Global memory in bytes.
+    pub total_memory_bytes: u64,
+    /// Compute units / multiprocessors.
+    pub compute_units: u32,
+    /// Warp or wavefront width.
+    pub warp_size: u32,
+}
+
+impl From<&hetero::DeviceInfo> for DeviceReport {
+    fn from(info: &hetero::DeviceInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            vendor: info.vendor.clone(),
+            platform: info.platform.clone(),
+            ordinal: info.ordinal,
+            total_memory_bytes: info.total_memory,
+            compute_units: info.compute_units,
+            warp_size: info.warp_size,
+        }
+    }
+}
+
+/// One checked workload variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// Workload.
+    pub workload: Workload,
+    /// Variant, e.g. `two-pass-192` or `event-sync`.
+    pub variant: String,
+    /// Size class.
+    pub size: Size,
+    /// Whether every check of the variant held.
+    pub passed: bool,
+    /// Worst observed error; `null` when not a finite number.
+    pub error: Option<f64>,
+    /// Tolerance the error was held to.
+    pub tolerance: Option<f64>,
+    /// Device time of the timed part in milliseconds, from events.
+    pub device_ms: Option<f64>,
+    /// Named figures: `gbps`, `speedup_vs_sync`, `hidden_copy_fraction`, ...
+    #[serde(default)]
+    pub metrics: BTreeMap<String, f64>,
+    /// Why it failed, beyond the numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+impl ResultRecord {
+    /// The record of a workload outcome.
+    pub fn from_outcome(workload: Workload, size: Size, outcome: &Outcome) -> Self {
+        Self {
+            workload,
+            variant: outcome.variant.clone(),
+            size,
+            passed: outcome.passed(),
+            error: finite(outcome.verdict.error),
+            tolerance: finite(outcome.verdict.tolerance),
+            device_ms: outcome.device_ms.and_then(finite),
+            metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
+            note: outcome.note.clone(),
+        }
+    }
+
+    /// A workload that could not finish: one failed record carrying the reason.
+    pub fn failure(workload: Workload, size: Size, reason: String) -> Self {
+        Self {
+            workload,
+            variant: "-".to_string(),
+            size,
+            passed: false,
+            error: None,
+            tolerance: None,
+            device_ms: None,
+            metrics: BTreeMap::new(),
+            note: Some(reason),
+        }
+    }
+}
+
+/// A backend that could not run, and why.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unavailable {
+    /// Backend name.
+    pub backend: String,
+    /// The reason, including what was searched and how to get it.
+    pub reason: String,
+}
+
+impl Report {
+    /// `true` when at least one result exists and all passed.
+    pub fn passed(&self) -> bool {
+        let mut results = self.runs.iter().flat_map(|r| &r.results).peekable();
+        results.peek().is_some() && results.all(|r| r.passed)
+    }
+}

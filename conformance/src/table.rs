@@ -1,0 +1,75 @@
+//! The terminal table: one row per backend, device, workload and variant.
+
+use crate::report::{Report, ResultRecord};
+
+const HEADERS: [&str; 7] = ["backend", "device", "workload", "variant", "result", "error / tolerance", "device ms"];
+const DEVICE_WIDTH: usize = 32;
+
+fn cells(backend: &str, device: &str, r: &ResultRecord) -> [String; 7] {
+    let number = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.2e}"));
+    let device: String = if device.chars().count() > DEVICE_WIDTH {
+        device.chars().take(DEVICE_WIDTH - 1).chain(['…']).collect()
+    } else {
+        device.to_string()
+    };
+    [
+        backend.to_string(),
+        device,
+        r.workload.name().to_string(),
+        r.variant.clone(),
+        if r.passed { "pass" } else { "FAIL" }.to_string(),
+        if r.error.is_none() && r.tolerance.is_none() {
+            "-".to_string()
+        } else {
+            format!("{} / {}", number(r.error), number(r.tolerance))
+        },
+        r.device_ms.map_or("-".to_string(), |ms| format!("{ms:.3}")),
+    ]
+}
+
+/// The table and, below it, the notes of failed rows and the overlap figures.
+pub fn render(report: &Report) -> String {
+    let rows: Vec<[String; 7]> = report
+        .runs
+        .iter()
+        .flat_map(|run| run.results.iter().map(|r| cells(&run.backend, &run.device.name, r)))
+        .collect();
+    let mut widths = HEADERS.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        padded.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(&HEADERS.map(String::from));
+    out += &line(&widths.map(|w| "-".repeat(w)));
+    for row in &rows {
+        out += &line(row);
+    }
+    for run in &report.runs {
+        for r in &run.results {
+            if let Some(note) = &r.note {
+                out += &format!("note: {} {} {}: {note}\n", run.backend, r.workload.name(), r.variant);
+            }
+            if let (Some(speedup), Some(hidden)) =
+                (r.metrics.get("speedup_vs_sync"), r.metrics.get("hidden_copy_fraction"))
+            {
+                out += &format!(
+                    "overlap: {} wave {}: sync {:.3} ms, async {:.3} ms, speed-up {speedup:.2}x, {:.0}% of copy time hidden\n",
+                    run.backend,
+                    r.variant,
+                    r.metrics.get("sync_ms").copied().unwrap_or(f64::NAN),
+                    r.device_ms.unwrap_or(f64::NAN),
+                    hidden * 100.0
+                );
+            }
+        }
+    }
+    for u in &report.unavailable {
+        out += &format!("skipped: {}: {}\n", u.backend, u.reason);
+    }
+    out
+}

@@ -1,0 +1,187 @@
+//! The four workloads. Each module holds its inputs, device run, float64
+//! reference and comparison; kernels live in `hetero-kernels`.
+
+pub mod pull;
+pub mod reduce;
+pub mod scan;
+pub mod wave;
+
+use std::collections::BTreeMap;
+
+use hetero::{Context, Event, Stream};
+
+use crate::check::Verdict;
+use crate::dump::Dump;
+
+/// Problem size class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Size {
+    /// Seconds on a CPU: what CI runs.
+    Small,
+    /// A workstation GPU's worth.
+    Medium,
+    /// Several GiB of device memory; meant for datacenter GPUs.
+    Large,
+}
+
+impl Size {
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Size::Small => "small",
+            Size::Medium => "medium",
+            Size::Large => "large",
+        }
+    }
+}
+
+/// One of the four workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Float32 sum.
+    Reduce,
+    /// Exclusive prefix sum of u32 counts.
+    Scan,
+    /// Jet pull vectors over many events on several streams.
+    Pull,
+    /// 2D wave equation with snapshots copied under compute.
+    Wave,
+}
+
+impl Workload {
+    /// Every workload, in run order.
+    pub const ALL: [Workload; 4] = [Workload::Reduce, Workload::Scan, Workload::Pull, Workload::Wave];
+
+    /// Lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Reduce => "reduce",
+            Workload::Scan => "scan",
+            Workload::Pull => "pull",
+            Workload::Wave => "wave",
+        }
+    }
+}
+
+/// What a workload needs to run on one device.
+pub struct Env<'a> {
+    /// The device.
+    pub ctx: &'a Context,
+    /// Problem size.
+    pub size: Size,
+    /// Seed of the inputs.
+    pub seed: u64,
+    /// Where to write arrays, if anywhere.
+    pub dump: Option<&'a Dump>,
+}
+
+impl Env<'_> {
+    /// Writes an array to the dump directory, if one was given.
+    pub fn dump<T: npyz::AutoSerialize + Copy>(
+        &self,
+        workload: Workload,
+        name: &str,
+        shape: &[u64],
+        data: &[T],
+    ) -> Result<(), Failure> {
+        match self.dump {
+            Some(dump) => dump
+                .write(self.ctx.info().backend.name(), workload.name(), name, shape, data)
+                .map_err(|e| Failure::Dump(e.to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a workload could not produce a result.
+#[derive(Debug)]
+pub enum Failure {
+    /// The device or backend reported an error.
+    Device(hetero::Error),
+    /// A dump file could not be written.
+    Dump(String),
+    /// A bug in the suite itself.
+    Internal(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Device(e) => write!(f, "{e}"),
+            Failure::Dump(e) => write!(f, "{e}"),
+            Failure::Internal(e) => write!(f, "internal error: {e}"),
+        }
+    }
+}
+
+impl From<hetero::Error> for Failure {
+    fn from(e: hetero::Error) -> Self {
+        Failure::Device(e)
+    }
+}
+
+/// The checked result of one workload variant.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Variant name, e.g. `two-pass-192`.
+    pub variant: String,
+    /// Worst comparison of the variant.
+    pub verdict: Verdict,
+    /// Device time of the timed part, from events, in milliseconds.
+    pub device_ms: Option<f64>,
+    /// Further figures (bandwidth, overlap), by name.
+    pub metrics: BTreeMap<String, f64>,
+    /// Why the variant failed, beyond the numbers.
+    pub note: Option<String>,
+}
+
+impl Outcome {
+    /// An outcome with no metrics or note.
+    pub fn new(variant: impl Into<String>, verdict: Verdict, device_ms: Option<f64>) -> Self {
+        Self { variant: variant.into(), verdict, device_ms, metrics: BTreeMap::new(), note: None }
+    }
+
+    /// Adds a named figure.
+    #[must_use]
+    pub fn metric(mut self, name: &str, value: f64) -> Self {
+        self.metrics.insert(name.to_string(), value);
+        self
+    }
+
+    /// `true` when the comparison held and nothing else went wrong.
+    pub fn passed(&self) -> bool {
+        self.verdict.passed() && self.note.is_none()
+    }
+}
+
+/// Device time of the work `body` enqueues on `stream`: events recorded
+/// before and after, elapsed time after the stream finished.
+pub fn timed<T>(
+    ctx: &Context,
+    stream: &Stream,
+    body: impl FnOnce() -> Result<T, Failure>,
+) -> Result<(T, f64), Failure> {
+    let (start, stop): (Event, Event) = (ctx.event()?, ctx.event()?);
+    stream.record(&start)?;
+    let value = body()?;
+    stream.record(&stop)?;
+    stop.synchronize()?;
+    Ok((value, start.elapsed_ms(&stop)?))
+}
+
+/// The median of a non-empty sample (NaN for an empty one).
+pub fn median(mut sample: Vec<f64>) -> f64 {
+    if sample.is_empty() {
+        return f64::NAN;
+    }
+    sample.sort_by(f64::total_cmp);
+    let mid = sample.len() / 2;
+    if sample.len() % 2 == 1 { sample[mid] } else { (sample[mid - 1] + sample[mid]) / 2.0 }
+}
+
+/// Blocks of `threads` covering `n` items, at least one.
+pub fn blocks_for(n: usize, threads: u32) -> u32 {
+    u32::try_from(n.div_ceil(threads as usize)).unwrap_or(u32::MAX).max(1)
+}

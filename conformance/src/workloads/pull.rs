@@ -1,0 +1,300 @@
+//! pull: jet pull vectors over many collision events in flight on several
+//! streams.
+//!
+//! For jet `j` with constituents `c`:
+//! `p_j = sum_c (pT_c / pT_j) |r_c - r_j| (r_c - r_j)`, `r = (eta, phi)`,
+//! the phi difference wrapped into (-pi, pi]. Each event's inputs are
+//! staged in pinned memory (sub-ranges of one allocation per array), copied
+//! to the lane's device buffers, its per-jet constituent counts are turned
+//! into offsets by the device scan, one block per jet sums its
+//! constituents, and the pull vectors are copied back. Events go round-robin
+//! to the lanes (one stream and buffer set each).
+//!
+//! Tolerance per component of jet `j`: `gamma(k) * sum_c w_c (|d_c| + 2 pi)`
+//! with `w_c = pT_c / pT_j * |r_c - r_j|` and `d_c` the component's
+//! difference. `k` covers the thread's loop, the block tree and the ten or so
+//! roundings of each term; the `2 pi` term covers the absolute error of the
+//! wrap, which subtracts float32's 2 pi.
+
+use std::f64::consts::PI;
+
+use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, PinnedBuffer, Stream};
+use rand::Rng;
+
+use super::scan::ScanPlan;
+use super::{Env, Failure, Outcome, Size, Workload};
+use crate::check::{elementwise, gamma, tree_depth};
+use crate::inputs;
+
+/// Variant name and number of lanes (streams).
+pub const VARIANTS: [(&str, usize); 2] = [("streams-1", 1), ("streams-4", 4)];
+/// Threads per block of `pull_jets` (one block per jet).
+pub const THREADS: u32 = 64;
+/// Jets per event are uniform in `1..=MAX_JETS`.
+pub const MAX_JETS: usize = 48;
+/// Constituents per jet are uniform in `0..=MAX_CONSTITUENTS`.
+pub const MAX_CONSTITUENTS: usize = 96;
+/// Constituents lie within this distance of their jet's axis in (eta, phi).
+pub const RADIUS: f64 = 0.4;
+
+/// Events at each size.
+pub fn events(size: Size) -> usize {
+    match size {
+        Size::Small => 200,
+        Size::Medium => 10_000,
+        Size::Large => 100_000,
+    }
+}
+
+/// One event's slice of the flat arrays.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRange {
+    /// First jet of the event.
+    pub first_jet: usize,
+    /// Jets in the event.
+    pub jets: usize,
+    /// First constituent of the event.
+    pub first_constituent: usize,
+    /// Constituents in the event.
+    pub constituents: usize,
+}
+
+/// Generated collision events, flattened: jets' constituents are consecutive.
+#[derive(Debug, Default)]
+pub struct Collisions {
+    /// Constituents of each jet.
+    pub counts: Vec<u32>,
+    /// Jet axis and transverse momentum.
+    pub jet: [Vec<f32>; 3],
+    /// Constituent transverse momentum, eta, phi.
+    pub constituent: [Vec<f32>; 3],
+    /// Each event's ranges.
+    pub events: Vec<EventRange>,
+}
+
+/// Wraps a phi difference into (-pi, pi].
+fn wrap(d: f64) -> f64 {
+    if d > PI {
+        d - 2.0 * PI
+    } else if d <= -PI {
+        d + 2.0 * PI
+    } else {
+        d
+    }
+}
+
+/// Draws `n` events. Jet axes cover the whole phi range, so constituents
+/// of jets near phi = +-pi cross the boundary and exercise the wrap.
+pub fn generate(rng: &mut impl Rng, n: usize) -> Collisions {
+    let mut c = Collisions::default();
+    for _ in 0..n {
+        let first_jet = c.counts.len();
+        let first_constituent = c.constituent[0].len();
+        let jets = rng.random_range(1..=MAX_JETS);
+        for _ in 0..jets {
+            let eta = rng.random_range(-2.5..2.5f64);
+            let phi = rng.random_range(-PI..PI);
+            let count = rng.random_range(0..=MAX_CONSTITUENTS);
+            let mut pt_sum = 0.0f64;
+            for _ in 0..count {
+                let pt = 0.5 + 30.0 * rng.random::<f64>().powi(3);
+                let (radius, angle) = (RADIUS * rng.random::<f64>().sqrt(), rng.random_range(0.0..2.0 * PI));
+                let pt32 = pt as f32;
+                c.constituent[0].push(pt32);
+                c.constituent[1].push((eta + radius * angle.cos()) as f32);
+                c.constituent[2].push(wrap(phi + radius * angle.sin()) as f32);
+                pt_sum += f64::from(pt32);
+            }
+            c.counts.push(count as u32);
+            c.jet[0].push(if count == 0 { 1.0 } else { pt_sum as f32 });
+            c.jet[1].push(eta as f32);
+            c.jet[2].push(phi as f32);
+        }
+        c.events.push(EventRange {
+            first_jet,
+            jets,
+            first_constituent,
+            constituents: c.constituent[0].len() - first_constituent,
+        });
+    }
+    c
+}
+
+/// Float64 pull vectors (eta, phi per jet) and their tolerances.
+pub fn reference(c: &Collisions) -> (Vec<f64>, Vec<f64>) {
+    let mut pull = Vec::with_capacity(2 * c.counts.len());
+    let mut tolerance = Vec::with_capacity(2 * c.counts.len());
+    let mut next = 0usize;
+    for (j, &count) in c.counts.iter().enumerate() {
+        let (pt, eta, phi) = (f64::from(c.jet[0][j]), f64::from(c.jet[1][j]), f64::from(c.jet[2][j]));
+        let (mut px, mut py, mut mx, mut my) = (0.0, 0.0, 0.0, 0.0);
+        for i in next..next + count as usize {
+            let de = f64::from(c.constituent[1][i]) - eta;
+            let dp = wrap(f64::from(c.constituent[2][i]) - phi);
+            let w = f64::from(c.constituent[0][i]) / pt * de.hypot(dp);
+            px += w * de;
+            py += w * dp;
+            mx += w * (de.abs() + 2.0 * PI);
+            my += w * (dp.abs() + 2.0 * PI);
+        }
+        next += count as usize;
+        let k = (count as usize).div_ceil(THREADS as usize) as f64 + tree_depth(THREADS) + 10.0;
+        pull.extend([px, py]);
+        tolerance.extend([gamma(k) * mx, gamma(k) * my]);
+    }
+    (pull, tolerance)
+}
+
+/// Pinned staging of every event's inputs.
+struct Staged {
+    counts: PinnedBuffer<u32>,
+    jet: [PinnedBuffer<f32>; 3],
+    constituent: [PinnedBuffer<f32>; 3],
+}
+
+/// One stream with device buffers for the largest event and pinned output.
+struct Lane {
+    stream: Stream,
+    counts: DeviceBuffer<u32>,
+    offsets: DeviceBuffer<u32>,
+    jet: [DeviceBuffer<f32>; 3],
+    constituent: [DeviceBuffer<f32>; 3],
+    pull: DeviceBuffer<f32>,
+    scan: ScanPlan,
+    out: PinnedBuffer<f32>,
+}
+
+impl Lane {
+    fn new(ctx: &Context, max_jets: usize, max_constituents: usize, total_jets: usize) -> Result<Self, hetero::Error> {
+        let floats = |n| ctx.alloc::<f32>(n);
+        Ok(Self {
+            stream: ctx.stream()?,
+            counts: ctx.alloc(max_jets)?,
+            offsets: ctx.alloc(max_jets)?,
+            jet: [floats(max_jets)?, floats(max_jets)?, floats(max_jets)?],
+            constituent: [floats(max_constituents)?, floats(max_constituents)?, floats(max_constituents)?],
+            pull: floats(2 * max_jets)?,
+            scan: ScanPlan::new(ctx, THREADS, max_jets)?,
+            out: ctx.alloc_pinned(2 * total_jets)?,
+        })
+    }
+
+    /// Enqueues one event: stage in, scan counts, pull kernel, copy out.
+    fn enqueue(&mut self, staged: &Staged, kernel: &Kernel, e: EventRange) -> Result<(), hetero::Error> {
+        let s = &self.stream;
+        let jets = e.first_jet..e.first_jet + e.jets;
+        let consts = e.first_constituent..e.first_constituent + e.constituents;
+        s.copy(staged.counts.slice(jets.clone())?, self.counts.slice_mut(..e.jets)?)?;
+        for (src, dst) in staged.jet.iter().zip(&mut self.jet) {
+            s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+        }
+        for (src, dst) in staged.constituent.iter().zip(&mut self.constituent) {
+            s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+        }
+        self.scan.enqueue(s, &self.counts.slice(..e.jets)?, &mut self.offsets.slice_mut(..e.jets)?)?;
+        {
+            let [cp, ce, cf] = &self.constituent;
+            let [jp, je, jf] = &self.jet;
+            let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
+            let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
+            let offsets = self.offsets.slice(..e.jets)?;
+            let pull = self.pull.slice_mut(..2 * e.jets)?;
+            let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
+            let args = [
+                (&cp).into(),
+                (&ce).into(),
+                (&cf).into(),
+                (&offsets).into(),
+                (&jp).into(),
+                (&je).into(),
+                (&jf).into(),
+                (&pull).into(),
+                (e.jets as u32).into(),
+                (e.constituents as u32).into(),
+            ];
+            // SAFETY: pull_jets reads constituents [0, n_constituents) of each
+            // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
+            // every buffer is at least that long.
+            unsafe { s.launch(kernel, config, &args) }?;
+        }
+        s.copy(self.pull.slice(..2 * e.jets)?, self.out.slice_mut(2 * e.first_jet..2 * (e.first_jet + e.jets))?)
+    }
+}
+
+/// Runs every variant on the same events.
+pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
+    let mut rng = inputs::rng(env.seed, "pull");
+    let collisions = generate(&mut rng, events(env.size));
+    let total_jets = collisions.counts.len();
+    let (expect, tolerance) = reference(&collisions);
+    dump_inputs(env, &collisions)?;
+    env.dump(Workload::Pull, "pull_ref", &[total_jets as u64, 2], &expect)?;
+
+    let ctx = env.ctx;
+    let staged = Staged {
+        counts: ctx.pinned_from_slice(&collisions.counts)?,
+        jet: [
+            ctx.pinned_from_slice(&collisions.jet[0])?,
+            ctx.pinned_from_slice(&collisions.jet[1])?,
+            ctx.pinned_from_slice(&collisions.jet[2])?,
+        ],
+        constituent: [
+            ctx.pinned_from_slice(&collisions.constituent[0])?,
+            ctx.pinned_from_slice(&collisions.constituent[1])?,
+            ctx.pinned_from_slice(&collisions.constituent[2])?,
+        ],
+    };
+    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets")?;
+    let max_jets = collisions.events.iter().map(|e| e.jets).max().unwrap_or(1);
+    let max_constituents = collisions.events.iter().map(|e| e.constituents).max().unwrap_or(0);
+
+    let mut outcomes = Vec::new();
+    for (name, lanes) in VARIANTS {
+        let mut lanes: Vec<Lane> =
+            (0..lanes).map(|_| Lane::new(ctx, max_jets, max_constituents, total_jets)).collect::<Result<_, _>>()?;
+        let start = ctx.event()?;
+        lanes[0].stream.record(&start)?;
+        for lane in &lanes[1..] {
+            lane.stream.wait(&start)?;
+        }
+        let count = lanes.len();
+        for (i, &e) in collisions.events.iter().enumerate() {
+            lanes[i % count].enqueue(&staged, &kernel, e)?;
+        }
+        let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
+        for (lane, end) in lanes.iter().zip(&ends) {
+            lane.stream.record(end)?;
+            lanes[0].stream.wait(end)?;
+        }
+        let stop = ctx.event()?;
+        lanes[0].stream.record(&stop)?;
+        stop.synchronize()?;
+        let ms = start.elapsed_ms(&stop)?;
+
+        let mut got = vec![0.0f32; 2 * total_jets];
+        for (i, e) in collisions.events.iter().enumerate() {
+            let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
+            got[range.clone()].copy_from_slice(&lanes[i % count].out.host_slice()?[range]);
+        }
+        env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
+        let verdict = elementwise(&got, &expect, |i| tolerance[i]);
+        outcomes.push(
+            Outcome::new(name, verdict, Some(ms))
+                .metric("events", collisions.events.len() as f64)
+                .metric("jets_per_s", total_jets as f64 / (ms * 1e-3)),
+        );
+    }
+    Ok(outcomes)
+}
+
+fn dump_inputs(env: &Env<'_>, c: &Collisions) -> Result<(), Failure> {
+    let interleave = |arrays: &[Vec<f32>; 3]| -> Vec<f32> {
+        (0..arrays[0].len()).flat_map(|i| [arrays[0][i], arrays[1][i], arrays[2][i]]).collect()
+    };
+    let jets = c.counts.len() as u64;
+    env.dump(Workload::Pull, "constituents", &[c.constituent[0].len() as u64, 3], &interleave(&c.constituent))?;
+    env.dump(Workload::Pull, "jets", &[jets, 3], &interleave(&c.jet))?;
+    env.dump(Workload::Pull, "counts", &[jets], &c.counts)?;
+    let events: Vec<u32> = c.events.iter().flat_map(|e| [e.first_jet as u32, e.jets as u32]).collect();
+    env.dump(Workload::Pull, "events", &[c.events.len() as u64, 2], &events)
+}

@@ -1,0 +1,185 @@
+//! reduce: float32 sum of uniform values in [-1, 1).
+//!
+//! Variants: two passes (per-block partial sums, then one block over the
+//! partials) with power-of-two and non-power-of-two blocks, and one pass
+//! with an atomic add per block. Each variant sums prefixes of lengths 0,
+//! 1, 1001 (odd) and the full size; the worst check decides.
+//!
+//! Tolerance: `gamma(k) * sum|x_i|` (see [`crate::check`]) where `k` counts
+//! the float32 additions on the longest path from an input to the result:
+//! the thread's grid-stride loop, the block tree, and then either the
+//! second pass (loop plus tree) or the chain of atomic adds (one per block,
+//! in any order).
+
+use hetero::{DeviceBuffer, DeviceSlice, Kernel, LaunchConfig, Stream};
+use rand::Rng;
+
+use super::{Env, Failure, Outcome, Workload, blocks_for, median, timed};
+use crate::check::{Verdict, gamma, tree_depth};
+use crate::inputs;
+
+/// How the block sums are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// `reduce_partial` twice: blocks, then one block over the partials.
+    TwoPass,
+    /// `reduce_atomic`: each block adds its sum to the result atomically.
+    Atomic,
+}
+
+/// Name, strategy and threads per block of each variant.
+pub const VARIANTS: [(&str, Strategy, u32); 3] = [
+    ("two-pass-256", Strategy::TwoPass, 256),
+    ("two-pass-192", Strategy::TwoPass, 192),
+    ("atomic-256", Strategy::Atomic, 256),
+];
+
+/// Most blocks of the first pass; threads loop over the rest (grid-stride).
+pub const MAX_BLOCKS: u32 = 1024;
+/// Timed repetitions of the full-size sum; the median is reported.
+const REPEATS: usize = 5;
+
+/// Elements summed at each size.
+pub fn len(size: super::Size) -> usize {
+    match size {
+        super::Size::Small => 1 << 20,
+        super::Size::Medium => 1 << 24,
+        super::Size::Large => 1 << 28,
+    }
+}
+
+struct Kernels {
+    partial: Kernel,
+    atomic: Kernel,
+}
+
+/// Runs every variant; one outcome each.
+pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
+    let n = len(env.size);
+    let mut rng = inputs::rng(env.seed, "reduce");
+    let input: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
+    env.dump(Workload::Reduce, "input", &[n as u64], &input)?;
+
+    let ctx = env.ctx;
+    let stream = ctx.stream()?;
+    let module = ctx.build_module(hetero::kernels::REDUCE)?;
+    let kernels = Kernels { partial: module.kernel("reduce_partial")?, atomic: module.kernel("reduce_atomic")? };
+    let staged = ctx.pinned_from_slice(&input)?;
+    let mut device = ctx.alloc::<f32>(n)?;
+    stream.copy(&staged, &mut device)?;
+    let mut partials = ctx.alloc::<f32>(MAX_BLOCKS as usize)?;
+    let mut out = ctx.alloc::<f32>(1)?;
+
+    let mut lengths = vec![0, 1, 1001.min(n), n];
+    lengths.dedup();
+    let (exact, magnitude) = reference(&input);
+    env.dump(Workload::Reduce, "sum_ref", &[1], &[exact[n]])?;
+
+    let mut outcomes = Vec::new();
+    for (name, strategy, threads) in VARIANTS {
+        let mut verdict = Verdict { error: 0.0, tolerance: 0.0 };
+        let mut full = 0.0f32;
+        for &len in &lengths {
+            let input = device.slice(..len)?;
+            enqueue(&stream, &kernels, strategy, threads, &input, &mut partials, &mut out)?;
+            let mut got = [0.0f32];
+            stream.copy_to_host(&out, &mut got)?;
+            let k = additions(strategy, threads, len);
+            verdict = verdict
+                .worst(Verdict { error: (f64::from(got[0]) - exact[len]).abs(), tolerance: gamma(k) * magnitude[len] });
+            full = got[0];
+        }
+        env.dump(Workload::Reduce, &format!("{name}_sum"), &[1], &[full])?;
+        let mut times = Vec::with_capacity(REPEATS);
+        for _ in 0..REPEATS {
+            let input = device.slice(..)?;
+            let ((), ms) = timed(ctx, &stream, || {
+                Ok(enqueue(&stream, &kernels, strategy, threads, &input, &mut partials, &mut out)?)
+            })?;
+            times.push(ms);
+        }
+        let ms = median(times);
+        outcomes.push(Outcome::new(name, verdict, Some(ms)).metric("gbps", n as f64 * 4.0 / (ms * 1e6)));
+    }
+    Ok(outcomes)
+}
+
+/// Enqueues the sum of `input` into `out[0]`.
+fn enqueue(
+    stream: &Stream,
+    kernels: &Kernels,
+    strategy: Strategy,
+    threads: u32,
+    input: &DeviceSlice<'_, f32>,
+    partials: &mut DeviceBuffer<f32>,
+    out: &mut DeviceBuffer<f32>,
+) -> Result<(), hetero::Error> {
+    let len = input.len();
+    let blocks = blocks_for(len, threads).min(MAX_BLOCKS);
+    let shared = threads as usize * 4;
+    let n = len as u32;
+    match strategy {
+        Strategy::TwoPass => {
+            {
+                let sums = partials.slice_mut(..blocks as usize)?;
+                // SAFETY: reduce_partial reads input[0..n) and writes sums[0..blocks).
+                unsafe {
+                    stream.launch(
+                        &kernels.partial,
+                        LaunchConfig::linear(blocks, threads, shared),
+                        &[input.into(), (&sums).into(), n.into()],
+                    )
+                }?;
+            }
+            let sums = partials.slice(..blocks as usize)?;
+            let total = out.slice_mut(..)?;
+            // SAFETY: reads sums[0..blocks) and writes total[0].
+            unsafe {
+                stream.launch(
+                    &kernels.partial,
+                    LaunchConfig::linear(1, threads, shared),
+                    &[(&sums).into(), (&total).into(), blocks.into()],
+                )
+            }
+        }
+        Strategy::Atomic => {
+            stream.fill(&mut *out, 0.0f32)?;
+            let total = out.slice_mut(..)?;
+            // SAFETY: reads input[0..n) and atomically adds to total[0].
+            unsafe {
+                stream.launch(
+                    &kernels.atomic,
+                    LaunchConfig::linear(blocks, threads, shared),
+                    &[input.into(), (&total).into(), n.into()],
+                )
+            }
+        }
+    }
+}
+
+/// Additions on the longest path from an input to the result (see module docs).
+pub fn additions(strategy: Strategy, threads: u32, len: usize) -> f64 {
+    let blocks = blocks_for(len, threads).min(MAX_BLOCKS);
+    let per_thread = len.div_ceil(blocks as usize * threads as usize) as f64;
+    let first = per_thread + tree_depth(threads);
+    match strategy {
+        Strategy::TwoPass => first + (blocks as usize).div_ceil(threads as usize) as f64 + tree_depth(threads),
+        Strategy::Atomic => first + f64::from(blocks),
+    }
+}
+
+/// Float64 prefix sums and prefix sums of magnitudes: entry `i` covers `x[..i]`.
+pub fn reference(x: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let mut sums = Vec::with_capacity(x.len() + 1);
+    let mut magnitudes = Vec::with_capacity(x.len() + 1);
+    let (mut s, mut m) = (0.0f64, 0.0f64);
+    sums.push(s);
+    magnitudes.push(m);
+    for &v in x {
+        s += f64::from(v);
+        m += f64::from(v).abs();
+        sums.push(s);
+        magnitudes.push(m);
+    }
+    (sums, magnitudes)
+}

@@ -1,0 +1,295 @@
+//! wave: the 2D scalar wave equation with snapshots copied to the host
+//! while the next steps compute.
+//!
+//! Scheme (`wave.kern`): 4th order in space, 2nd in time, Courant number
+//! 0.5 (`c2 = 0.25`), a Ricker wavelet injected at the centre cell, zero
+//! boundary cells. Five device wavefields rotate: step `s` writes field
+//! `(s+2) % 5` from fields `s % 5` and `(s+1) % 5`, so a field being copied
+//! out is not overwritten for three more steps. Every `snapshot_every`
+//! steps the new field is copied to its slot of one pinned array.
+//!
+//! Variants: `sync` (one stream; compute waits for every copy),
+//! `stream-sync` (copy stream; the host synchronises the compute stream
+//! before each copy and the copy stream before a field is reused) and
+//! `event-sync` (copy stream; only device-side event waits). All three must
+//! give bit-identical snapshots on one backend.
+//!
+//! Tolerance against the float64 reference: the scheme is stable and
+//! non-dissipative, so rounding errors of about `8 u max|u|` per step
+//! (eleven float32 operations per cell) add up at most linearly:
+//! `steps * 8 * u * max|u_ref|`.
+
+use std::f64::consts::PI;
+
+use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
+
+use super::{Env, Failure, Outcome, Size, Workload};
+use crate::check::{U32, Verdict, elementwise};
+
+/// `(c dt / h)^2`.
+pub const C2: f32 = 0.25;
+/// Ricker peak frequency in cycles per step.
+pub const PEAK: f64 = 0.04;
+/// Threads per block side (blocks are `TILE x TILE`).
+pub const TILE: u32 = 16;
+/// Rotating device wavefields.
+pub const FIELDS: usize = 5;
+
+/// Grid and schedule of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grid {
+    /// Cells per row.
+    pub nx: usize,
+    /// Rows.
+    pub ny: usize,
+    /// Time steps.
+    pub steps: usize,
+    /// Steps between snapshots.
+    pub snapshot_every: usize,
+}
+
+impl Grid {
+    /// The grid of a size class.
+    pub fn of(size: Size) -> Self {
+        match size {
+            Size::Small => Grid { nx: 128, ny: 128, steps: 300, snapshot_every: 30 },
+            Size::Medium => Grid { nx: 1024, ny: 1024, steps: 1000, snapshot_every: 100 },
+            Size::Large => Grid { nx: 4096, ny: 4096, steps: 1000, snapshot_every: 100 },
+        }
+    }
+
+    fn cells(&self) -> usize {
+        self.nx * self.ny
+    }
+
+    fn snapshots(&self) -> usize {
+        self.steps / self.snapshot_every
+    }
+
+    fn source(&self) -> (usize, usize) {
+        (self.nx / 2, self.ny / 2)
+    }
+}
+
+/// How copies are ordered against compute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// One stream.
+    Sync,
+    /// Two streams ordered by host synchronisation.
+    StreamSync,
+    /// Two streams ordered by device events.
+    EventSync,
+}
+
+impl Variant {
+    /// Every variant; `Sync` first, as the baseline of the others.
+    pub const ALL: [Variant; 3] = [Variant::Sync, Variant::StreamSync, Variant::EventSync];
+
+    /// Report name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Sync => "sync",
+            Variant::StreamSync => "stream-sync",
+            Variant::EventSync => "event-sync",
+        }
+    }
+}
+
+/// The wavelet value injected at each step.
+pub fn ricker(steps: usize) -> Vec<f32> {
+    let delay = 1.5 / PEAK;
+    (0..steps)
+        .map(|s| {
+            let a = (PI * PEAK * (s as f64 - delay)).powi(2);
+            ((1.0 - 2.0 * a) * (-a).exp()) as f32
+        })
+        .collect()
+}
+
+/// Float64 snapshots of the same scheme.
+pub fn reference(g: Grid, source: &[f32]) -> Vec<f64> {
+    let (nx, ny) = (g.nx, g.ny);
+    let (sx, sy) = g.source();
+    let c2 = f64::from(C2);
+    let mut prev = vec![0.0f64; g.cells()];
+    let mut cur = vec![0.0f64; g.cells()];
+    let mut next = vec![0.0f64; g.cells()];
+    let mut snapshots = Vec::with_capacity(g.snapshots() * g.cells());
+    for (s, &src) in source.iter().enumerate() {
+        for y in 2..ny.saturating_sub(2) {
+            for x in 2..nx.saturating_sub(2) {
+                let i = y * nx + x;
+                let near = cur[i - 1] + cur[i + 1] + cur[i - nx] + cur[i + nx];
+                let far = cur[i - 2] + cur[i + 2] + cur[i - 2 * nx] + cur[i + 2 * nx];
+                let lap = 4.0 / 3.0 * near - far / 12.0 - 5.0 * cur[i];
+                next[i] = 2.0 * cur[i] - prev[i] + c2 * lap;
+            }
+        }
+        next[sy * nx + sx] += f64::from(src);
+        std::mem::swap(&mut prev, &mut cur);
+        std::mem::swap(&mut cur, &mut next);
+        if (s + 1) % g.snapshot_every == 0 {
+            snapshots.extend_from_slice(&cur);
+        }
+    }
+    snapshots
+}
+
+/// One variant's snapshots and device times.
+struct Run {
+    snapshots: Vec<f32>,
+    total_ms: f64,
+    /// Sum of the copies' own durations (measured in `Sync` only).
+    copy_ms: Option<f64>,
+}
+
+fn launch_step(
+    stream: &Stream,
+    kernel: &Kernel,
+    g: Grid,
+    fields: &mut [DeviceBuffer<f32>],
+    step: usize,
+    source: f32,
+) -> Result<(), Failure> {
+    let [prev, cur, next] = fields
+        .get_disjoint_mut([step % FIELDS, (step + 1) % FIELDS, (step + 2) % FIELDS])
+        .map_err(|e| Failure::Internal(format!("wave field rotation: {e}")))?;
+    let (prev, cur, next) = (prev.slice(..)?, cur.slice(..)?, next.slice_mut(..)?);
+    let (sx, sy) = g.source();
+    let config = LaunchConfig {
+        grid: [(g.nx as u32).div_ceil(TILE), (g.ny as u32).div_ceil(TILE), 1],
+        block: [TILE, TILE, 1],
+        shared_bytes: 0,
+    };
+    let args = [
+        (&prev).into(),
+        (&cur).into(),
+        (&next).into(),
+        (g.nx as u32).into(),
+        (g.ny as u32).into(),
+        C2.into(),
+        (sx as u32).into(),
+        (sy as u32).into(),
+        source.into(),
+    ];
+    // SAFETY: wave_step touches cells [0, nx*ny) of the three fields, each that long.
+    unsafe { stream.launch(kernel, config, &args) }?;
+    Ok(())
+}
+
+fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant: Variant) -> Result<Run, Failure> {
+    let cells = g.cells();
+    let compute = ctx.stream()?;
+    let copier = ctx.stream()?;
+    let mut fields = Vec::with_capacity(FIELDS);
+    for _ in 0..FIELDS {
+        let mut field = ctx.alloc::<f32>(cells)?;
+        compute.fill(&mut field, 0.0f32)?;
+        fields.push(field);
+    }
+    let mut snapshots = ctx.alloc_pinned::<f32>(g.snapshots() * cells)?;
+    let events = |n: usize| (0..n).map(|_| ctx.event()).collect::<Result<Vec<Event>, _>>();
+    let (computed, copied) = (events(FIELDS)?, events(FIELDS)?);
+    let mut awaiting_copy = [false; FIELDS];
+    let mut copy_marks = Vec::new();
+    let (start, stop) = (ctx.event()?, ctx.event()?);
+    compute.record(&start)?;
+    copier.wait(&start)?;
+
+    for (step, &src) in source.iter().enumerate() {
+        let target = (step + 2) % FIELDS;
+        if awaiting_copy[target] {
+            match variant {
+                Variant::StreamSync => copier.synchronize()?,
+                Variant::EventSync => compute.wait(&copied[target])?,
+                Variant::Sync => {}
+            }
+            awaiting_copy = [false; FIELDS];
+        }
+        launch_step(&compute, kernel, g, &mut fields, step, src)?;
+        if (step + 1) % g.snapshot_every != 0 {
+            continue;
+        }
+        let slot = (step + 1) / g.snapshot_every - 1;
+        let dst = snapshots.slice_mut(slot * cells..(slot + 1) * cells)?;
+        match variant {
+            Variant::Sync => {
+                let (before, after) = (ctx.event()?, ctx.event()?);
+                compute.record(&before)?;
+                compute.copy(&fields[target], dst)?;
+                compute.record(&after)?;
+                copy_marks.push((before, after));
+            }
+            Variant::StreamSync => {
+                compute.synchronize()?;
+                copier.copy(&fields[target], dst)?;
+                awaiting_copy[target] = true;
+            }
+            Variant::EventSync => {
+                compute.record(&computed[target])?;
+                copier.wait(&computed[target])?;
+                copier.copy(&fields[target], dst)?;
+                copier.record(&copied[target])?;
+                awaiting_copy[target] = true;
+            }
+        }
+    }
+    let drained = ctx.event()?;
+    copier.record(&drained)?;
+    compute.wait(&drained)?;
+    compute.record(&stop)?;
+    stop.synchronize()?;
+    let total_ms = start.elapsed_ms(&stop)?;
+    let copy_ms = match variant {
+        Variant::Sync => Some(copy_marks.iter().map(|(a, b)| a.elapsed_ms(b)).sum::<Result<f64, _>>()?),
+        _ => None,
+    };
+    Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, copy_ms })
+}
+
+/// Runs the three variants and compares them with the reference and with each other.
+pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
+    let g = Grid::of(env.size);
+    let source = ricker(g.steps);
+    env.dump(Workload::Wave, "source", &[g.steps as u64], &source)?;
+    let expect = reference(g, &source);
+    let shape = [g.snapshots() as u64, g.ny as u64, g.nx as u64];
+    env.dump(Workload::Wave, "snapshots_ref", &shape, &expect)?;
+    let peak = expect.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let tolerance = g.steps as f64 * 8.0 * U32 * peak;
+
+    let kernel = env.ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_step")?;
+    let mut outcomes = Vec::new();
+    let mut baseline: Option<Run> = None;
+    for variant in Variant::ALL {
+        let run = run_variant(env.ctx, &kernel, g, &source, variant)?;
+        env.dump(Workload::Wave, &format!("{}_snapshots", variant.name()), &shape, &run.snapshots)?;
+        let verdict: Verdict = elementwise(&run.snapshots, &expect, |_| tolerance);
+        let mut outcome = Outcome::new(variant.name(), verdict, Some(run.total_ms)).metric("peak_amplitude", peak);
+        match &baseline {
+            None => {
+                if let Some(copy_ms) = run.copy_ms {
+                    outcome = outcome.metric("copy_ms", copy_ms);
+                }
+            }
+            Some(sync) => {
+                let differing =
+                    run.snapshots.iter().zip(&sync.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+                if differing > 0 {
+                    outcome.note = Some(format!("{differing} snapshot values differ from the sync variant's"));
+                }
+                outcome = outcome.metric("speedup_vs_sync", sync.total_ms / run.total_ms);
+                if let Some(copy_ms) = sync.copy_ms.filter(|&c| c > 0.0) {
+                    let hidden = ((sync.total_ms - run.total_ms) / copy_ms).clamp(0.0, 1.0);
+                    outcome = outcome.metric("hidden_copy_fraction", hidden).metric("sync_ms", sync.total_ms);
+                }
+            }
+        }
+        outcomes.push(outcome);
+        if baseline.is_none() {
+            baseline = Some(run);
+        }
+    }
+    Ok(outcomes)
+}
