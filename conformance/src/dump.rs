@@ -111,7 +111,7 @@ mod tests {
         let bytes = std::fs::read(dir.join("host/scan/x.npy")).unwrap();
         assert_eq!(&bytes[..6], b"\x93NUMPY");
         let header = String::from_utf8_lossy(&bytes[10..bytes.len() - 16]);
-        assert!(header.contains("'shape': (2, 2)") && header.contains("<u4"), "{header}");
+        assert!(header.contains("'shape': (2, 2") && header.contains("<u4"), "{header}");
         assert_eq!(&bytes[bytes.len() - 16..], [1u32, 2, 3, 4].map(u32::to_le_bytes).concat());
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -160,6 +160,7 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
             Err(e) if e.kind == ErrorKind::Unavailable && !required => {
                 unavailable.push(Unavailable { backend: backend.name().to_string(), reason: e.message })
             }
+            Err(e) if !hetero::is_compiled(backend) => return Err(CannotRun(e.to_string())),
             Err(e) => return Err(CannotRun(format!("{e}{}", hint(backend)))),
         }
     }

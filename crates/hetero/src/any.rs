@@ -42,7 +42,7 @@ pub fn backend_devices(backend: Backend) -> Result<Vec<AnyDevice>> {
             other,
             "backend_devices",
             ErrorKind::Unavailable,
-            format!("this build of hetero does not include the {other} backend (cargo feature `{other}`)"),
+            format!("the {other} backend is not compiled into this build (cargo feature `{other}` of hetero)"),
         )),
     }
 }

@@ -1,0 +1,106 @@
+//! The `conform` command line: exit codes, messages, reports, dumps.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use rstest::rstest;
+
+fn conform(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conform")).args(args).output().expect("conform starts")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hetero-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[rstest]
+#[case::unknown_backend(&["--backend", "metal"], "metal")]
+#[case::unknown_workload(&["--workload", "reduce,fft"], "fft")]
+#[case::unknown_size(&["--size", "huge"], "huge")]
+#[case::bad_seed(&["--seed", "-x"], "-x")]
+fn bad_arguments_exit_2_naming_the_value(#[case] args: &[&str], #[case] named: &str) {
+    let out = conform(args);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(named), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"));
+}
+
+#[rstest]
+#[case::cuda("cuda")]
+#[case::hip("hip")]
+fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str) {
+    if hetero::backend_devices(backend.parse().unwrap()).is_ok() {
+        println!("skipped: the {backend} backend is usable on this machine");
+        return;
+    }
+    let out = conform(&["--backend", backend, "--workload", "scan"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(backend) && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn unwritable_dump_directory_exits_2() {
+    let file = scratch("not-a-dir");
+    std::fs::write(&file, b"a file").unwrap();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--dump", file.join("sub").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--dump") && stderr(&out).contains("not-a-dir"), "{}", stderr(&out));
+    std::fs::remove_file(file).unwrap();
+}
+
+#[test]
+fn unwritable_json_path_exits_2_before_running() {
+    let out = conform(&["--backend", "host", "--json", "/nonexistent-dir/report.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--json"), "{}", stderr(&out));
+}
+
+#[test]
+fn host_run_writes_report_and_dump() {
+    let dir = scratch("run");
+    let json = dir.join("report.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("dump");
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "scan,reduce",
+        "--json",
+        json.to_str().unwrap(),
+        "--dump",
+        dump.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("PASS: 5 of 5 checks passed"), "{table}");
+
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    let run = &report["runs"][0];
+    assert_eq!(run["backend"], "host");
+    assert!(run["device"]["name"].is_string());
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 5);
+    for r in results {
+        assert_eq!(r["size"], "small");
+        assert_eq!(r["passed"], true);
+        assert!(r["workload"] == "scan" || r["workload"] == "reduce");
+        assert!(r["device_ms"].as_f64().unwrap() >= 0.0);
+    }
+
+    for file in ["README.md", "host/scan/input.npy", "host/scan/block-192_offsets.npy", "host/reduce/sum_ref.npy"] {
+        assert!(dump.join(file).is_file(), "{file} missing");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

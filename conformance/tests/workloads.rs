@@ -1,0 +1,75 @@
+//! Every workload and variant at `small` size on every usable backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use conformance::report::ResultRecord;
+use conformance::{Selection, Size, Workload, inputs, run_device};
+use hetero::{Backend, Context, ErrorKind};
+use rstest::rstest;
+
+fn context(backend: Backend) -> Option<Context> {
+    match hetero::backend_devices(backend) {
+        Ok(mut devices) if !devices.is_empty() => Some(Context::new(devices.remove(0))),
+        Ok(_) => {
+            println!("skipped: {backend} reports no device");
+            None
+        }
+        Err(e) if e.kind == ErrorKind::Unavailable => {
+            println!("skipped: {e}");
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
+    let ctx = context(backend)?;
+    let selection = Selection { workloads: vec![workload], size: Size::Small, seed: inputs::DEFAULT_SEED, dump: None };
+    Some(run_device(&ctx, &selection, |_| {}).results)
+}
+
+#[rstest]
+#[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256"])]
+#[case::scan(Workload::Scan, &["block-256", "block-192"])]
+#[case::pull(Workload::Pull, &["streams-1", "streams-4"])]
+#[case::wave(Workload::Wave, &["sync", "stream-sync", "event-sync"])]
+fn every_variant_passes(
+    #[values(Backend::Host)] backend: Backend,
+    #[case] workload: Workload,
+    #[case] variants: &[&str],
+) {
+    let Some(results) = results(backend, workload) else { return };
+    let names: Vec<&str> = results.iter().map(|r| r.variant.as_str()).collect();
+    assert_eq!(names, variants);
+    for r in &results {
+        assert!(
+            r.passed,
+            "{backend} {workload:?} {}: error {:?} tolerance {:?} note {:?}",
+            r.variant, r.error, r.tolerance, r.note
+        );
+        assert!(r.device_ms.is_some_and(|ms| ms >= 0.0), "{} has no device time", r.variant);
+    }
+}
+
+#[test]
+fn wave_reports_overlap_figures() {
+    let Some(results) = results(Backend::Host, Workload::Wave) else { return };
+    assert!(results[0].metrics.contains_key("copy_ms"));
+    for r in &results[1..] {
+        for key in ["speedup_vs_sync", "hidden_copy_fraction", "sync_ms"] {
+            assert!(r.metrics.contains_key(key), "{} lacks {key}", r.variant);
+        }
+        let hidden = r.metrics["hidden_copy_fraction"];
+        assert!((0.0..=1.0).contains(&hidden), "{hidden}");
+    }
+}
+
+#[test]
+fn another_seed_gives_other_inputs_and_still_passes() {
+    let ctx = context(Backend::Host).unwrap();
+    let mut a = inputs::rng(1, "scan");
+    let mut b = inputs::rng(2, "scan");
+    assert_ne!(rand::Rng::random::<u64>(&mut a), rand::Rng::random::<u64>(&mut b));
+    let selection = Selection { workloads: vec![Workload::Reduce], size: Size::Small, seed: 99, dump: None };
+    assert!(run_device(&ctx, &selection, |_| {}).results.iter().all(|r| r.passed));
+}

@@ -1,0 +1,106 @@
+//! `cargo xtask conform`: pick backend features, build, run.
+
+use std::process::{Command, ExitCode};
+
+/// Backend names that are also cargo features of the `conformance` crate.
+const BACKENDS: [&str; 4] = ["host", "opencl", "cuda", "hip"];
+
+/// Builds and runs `conform` with `args`; returns its exit status (2 when
+/// it cannot be built or started).
+pub fn run(args: &[String]) -> ExitCode {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let available = match conformance_features(&cargo) {
+        Ok(features) => features,
+        Err(e) => {
+            eprintln!("cargo xtask conform: cannot read the workspace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let features = features_for(requested_backend(args), &available);
+    let status = Command::new(&cargo)
+        .args(["run", "--release", "--quiet", "--package", "conformance", "--bin", "conform", "--no-default-features"])
+        .args(["--features", &features.join(",")])
+        .arg("--")
+        .args(args)
+        .status();
+    match status {
+        Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
+        Err(e) => {
+            eprintln!("cargo xtask conform: cannot run cargo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The value of `--backend` (either `--backend X` or `--backend=X`), default `auto`.
+fn requested_backend(args: &[String]) -> &str {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--backend" {
+            return iter.next().map_or("auto", String::as_str);
+        }
+        if let Some(value) = arg.strip_prefix("--backend=") {
+            return value;
+        }
+    }
+    "auto"
+}
+
+/// Features to build with: `host` always, plus the requested backend (or
+/// every backend for `auto` and `all`) when the crate has that feature.
+/// A backend the crate lacks is left to `conform`, which reports it (exit 2).
+fn features_for(backend: &str, available: &[String]) -> Vec<String> {
+    let wanted: Vec<&str> = match backend {
+        "auto" | "all" => BACKENDS.to_vec(),
+        other => vec!["host", other],
+    };
+    let mut features: Vec<String> =
+        wanted.into_iter().filter(|f| available.iter().any(|a| a == f)).map(str::to_string).collect();
+    features.dedup();
+    features
+}
+
+/// Backend features declared by the `conformance` package.
+fn conformance_features(cargo: &str) -> Result<Vec<String>, String> {
+    let output = Command::new(cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
+    let package = metadata["packages"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "conformance"))
+        .ok_or("no `conformance` package in the workspace")?;
+    let features = package["features"].as_object().ok_or("`conformance` has no feature table")?;
+    Ok(BACKENDS.iter().filter(|b| features.contains_key(**b)).map(|b| b.to_string()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn backend_argument_forms() {
+        assert_eq!(requested_backend(&strings(&["--size", "small"])), "auto");
+        assert_eq!(requested_backend(&strings(&["--backend", "cuda"])), "cuda");
+        assert_eq!(requested_backend(&strings(&["--seed", "3", "--backend=hip"])), "hip");
+    }
+
+    #[test]
+    fn features_follow_what_the_crate_has() {
+        let have = strings(&["host", "opencl"]);
+        assert_eq!(features_for("auto", &have), ["host", "opencl"]);
+        assert_eq!(features_for("all", &have), ["host", "opencl"]);
+        assert_eq!(features_for("cuda", &have), ["host"]);
+        assert_eq!(features_for("opencl", &have), ["host", "opencl"]);
+        assert_eq!(features_for("host", &have), ["host"]);
+        assert_eq!(features_for("nonsense", &have), ["host"]);
+    }
+}

@@ -1,0 +1,36 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `conform [ARGS]`: builds the `conform` binary with the cargo features
+//!   of the requested backends and runs it with `ARGS` (see `conform --help`).
+
+mod conform;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "hetero project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build `conform` with the needed backend features and run it.
+    ///
+    /// Every argument is passed on to `conform`; run `cargo xtask conform --help` for them.
+    #[command(disable_help_flag = true)]
+    Conform {
+        /// Arguments for `conform`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Conform { args } => conform::run(&args),
+    }
+}
