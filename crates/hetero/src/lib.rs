@@ -57,3 +57,8 @@ pub use safe::{
 
 /// Portable kernel sources, re-exported so downstream crates need one dependency.
 pub use hetero_kernels as kernels;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
