@@ -1,5 +1,6 @@
 //! The backends, one folder each with the same file names. Vendor crates
 //! and FFI appear only below this module.
 
+pub(crate) mod handles;
 #[cfg(feature = "host")]
 pub mod host;

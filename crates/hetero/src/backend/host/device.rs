@@ -1,47 +1,35 @@
 //! [`HostDevice`]: the handle tables and the [`Device`] implementation.
 
-use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::error::{error, invalid_handle};
+use super::error::error;
 use super::event::HostEvent;
 use super::kernels::{self, Block, HostKernel};
 use super::memory::{HostMemory, SendPtr};
 use super::module::HostModule;
 use super::stream::{HostStream, Op};
+use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     StreamFlags, StreamId, check_range,
 };
 use crate::error::{ErrorKind, Result};
 
-/// Handle numbers are unique across all host devices of the process, so a
-/// handle from another device is never mistaken for one of ours.
-static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
-
-fn next_handle() -> u64 {
-    NEXT_HANDLE.fetch_add(1, Ordering::Relaxed)
-}
-
-#[derive(Default)]
-struct Tables {
-    streams: HashMap<u64, Arc<HostStream>>,
-    events: HashMap<u64, Arc<HostEvent>>,
-    allocs: HashMap<u64, Arc<HostMemory>>,
-    modules: HashMap<u64, HostModule>,
-    kernels: HashMap<u64, (String, HostKernel)>,
-}
+type KernelEntry = (String, HostKernel);
 
 /// The CPU as a device. Cheap to create; each instance has its own handles.
 pub struct HostDevice {
     info: DeviceInfo,
     memory_limit: u64,
-    tables: Mutex<Tables>,
+    streams: Handles<HostStream>,
+    events: Handles<HostEvent>,
+    allocs: Handles<HostMemory>,
+    modules: Handles<HostModule>,
+    kernels: Handles<KernelEntry>,
     epoch: Instant,
 }
 
@@ -71,25 +59,25 @@ impl HostDevice {
                 warp_size: 1,
             },
             memory_limit: total_memory,
-            tables: Mutex::new(Tables::default()),
+            streams: Handles::new(Backend::Host, "stream"),
+            events: Handles::new(Backend::Host, "event"),
+            allocs: Handles::new(Backend::Host, "allocation"),
+            modules: Handles::new(Backend::Host, "module"),
+            kernels: Handles::new(Backend::Host, "kernel"),
             epoch: Instant::now(),
         }
     }
 
-    fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
-        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<HostStream>> {
-        self.tables().streams.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "stream", id.0))
+        self.streams.get(call, id.0)
     }
 
     fn event(&self, call: &'static str, id: EventId) -> Result<Arc<HostEvent>> {
-        self.tables().events.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "event", id.0))
+        self.events.get(call, id.0)
     }
 
     fn alloc(&self, call: &'static str, id: AllocId) -> Result<Arc<HostMemory>> {
-        self.tables().allocs.get(&id.0).cloned().ok_or_else(|| invalid_handle(call, "allocation", id.0))
+        self.allocs.get(call, id.0)
     }
 
     /// The allocation of `range`, checked to contain it.
@@ -104,9 +92,7 @@ impl HostDevice {
     }
 
     fn insert_alloc(&self, mem: HostMemory) -> AllocId {
-        let id = next_handle();
-        self.tables().allocs.insert(id, Arc::new(mem));
-        AllocId(id)
+        AllocId(self.allocs.insert(mem))
     }
 }
 
@@ -122,15 +108,11 @@ impl Device for HostDevice {
     }
 
     fn create_stream(&self, _flags: StreamFlags) -> Result<StreamId> {
-        let id = next_handle();
-        let stream = HostStream::new(format!("hetero-host-stream-{id}"))?;
-        self.tables().streams.insert(id, Arc::new(stream));
-        Ok(StreamId(id))
+        Ok(StreamId(self.streams.insert(HostStream::new("hetero-host-stream".to_string())?)))
     }
 
     fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        let removed = self.tables().streams.remove(&stream.0);
-        let stream = removed.ok_or_else(|| invalid_handle("destroy_stream", "stream", stream.0))?;
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
         // Queued work still runs; the worker exits once the last Arc (ours,
         // or one held by a concurrent call) is dropped.
         stream.synchronize()
@@ -145,15 +127,11 @@ impl Device for HostDevice {
     }
 
     fn create_event(&self) -> Result<EventId> {
-        let id = next_handle();
-        self.tables().events.insert(id, Arc::new(HostEvent::default()));
-        Ok(EventId(id))
+        Ok(EventId(self.events.insert(HostEvent::default())))
     }
 
     fn create_user_event(&self) -> Result<EventId> {
-        let id = next_handle();
-        self.tables().events.insert(id, Arc::new(HostEvent::user()));
-        Ok(EventId(id))
+        Ok(EventId(self.events.insert(HostEvent::user())))
     }
 
     fn complete_user_event(&self, event: EventId) -> Result<()> {
@@ -163,8 +141,7 @@ impl Device for HostDevice {
     }
 
     fn destroy_event(&self, event: EventId) -> Result<()> {
-        let removed = self.tables().events.remove(&event.0);
-        let ev = removed.ok_or_else(|| invalid_handle("destroy_event", "event", event.0))?;
+        let ev = self.events.remove("destroy_event", event.0)?;
         // A user event released while streams wait on it would hold them forever.
         if !ev.is_complete() && ev.current() == 1 {
             ev.complete(1, None);
@@ -232,8 +209,7 @@ impl Device for HostDevice {
     }
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
-        let removed = self.tables().allocs.remove(&alloc.0);
-        removed.map(drop).ok_or_else(|| invalid_handle("free", "allocation", alloc.0))
+        self.allocs.remove("free", alloc.0).map(drop)
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
@@ -329,15 +305,11 @@ impl Device for HostDevice {
     }
 
     fn build_module(&self, source: &str) -> Result<ModuleId> {
-        let module = HostModule::build(source)?;
-        let id = next_handle();
-        self.tables().modules.insert(id, module);
-        Ok(ModuleId(id))
+        Ok(ModuleId(self.modules.insert(HostModule::build(source)?)))
     }
 
     fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
-        let mut tables = self.tables();
-        let built = tables.modules.get(&module.0).ok_or_else(|| invalid_handle("kernel", "module", module.0))?;
+        let built = self.modules.get("kernel", module.0)?;
         let Some(&function) = built.kernels.get(name) else {
             let mut known: Vec<_> = built.kernels.keys().cloned().collect();
             known.sort();
@@ -347,9 +319,7 @@ impl Device for HostDevice {
                 format!("no kernel `{name}` in the module; it has: {}", known.join(", ")),
             ));
         };
-        let id = next_handle();
-        tables.kernels.insert(id, (name.to_string(), function));
-        Ok(KernelId(id))
+        Ok(KernelId(self.kernels.insert((name.to_string(), function))))
     }
 
     unsafe fn launch(
@@ -360,8 +330,8 @@ impl Device for HostDevice {
         stream: StreamId,
     ) -> Result<()> {
         config.validate(&self.info, "launch")?;
-        let entry = self.tables().kernels.get(&kernel.0).cloned();
-        let (name, function) = entry.ok_or_else(|| invalid_handle("launch", "kernel", kernel.0))?;
+        let entry = self.kernels.get("launch", kernel.0)?;
+        let (name, function) = (entry.0.clone(), entry.1);
         let resolved = args
             .iter()
             .map(|arg| {

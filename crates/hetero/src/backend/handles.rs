@@ -1,0 +1,58 @@
+//! The handle table every backend keeps: plain-data ids to shared objects.
+//!
+//! Ids are unique across every table of every device in the process, so a
+//! handle issued by one device (or of another kind) is never found in
+//! another table and is refused with [`ErrorKind::InvalidHandle`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::device::Backend;
+use crate::error::{Error, ErrorKind, Result};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Objects of one kind owned by one device, by id.
+pub(crate) struct Handles<T> {
+    backend: Backend,
+    what: &'static str,
+    map: Mutex<HashMap<u64, Arc<T>>>,
+}
+
+impl<T> Handles<T> {
+    /// An empty table of objects described as `what` in errors (e.g. "stream").
+    pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
+        Self { backend, what, map: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<T>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Stores `value` under a fresh id.
+    pub(crate) fn insert(&self, value: T) -> u64 {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(id, Arc::new(value));
+        id
+    }
+
+    /// The object with `id`, or an `InvalidHandle` error naming `call`.
+    pub(crate) fn get(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
+        self.lock().get(&id).cloned().ok_or_else(|| self.invalid(call, id))
+    }
+
+    /// Removes and returns the object with `id`.
+    pub(crate) fn remove(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
+        self.lock().remove(&id).ok_or_else(|| self.invalid(call, id))
+    }
+
+    fn invalid(&self, call: &'static str, id: u64) -> Error {
+        Error::new(
+            self.backend,
+            call,
+            ErrorKind::InvalidHandle,
+            format!("{} #{id} does not belong to this device (released, or issued by another device)", self.what),
+        )
+    }
+}
