@@ -13,7 +13,7 @@ use clap::{Parser, ValueEnum};
 use conformance::dump::Dump;
 use conformance::report::{Report, SCHEMA_VERSION, Unavailable};
 use conformance::{Selection, Size, Workload, inputs, run_device, table};
-use hetero::{Backend, Context, ErrorKind};
+use hetero::{Backend, Context};
 
 /// Which backends to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -145,24 +145,29 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
     let mut contexts = Vec::new();
     let mut unavailable = Vec::new();
     for backend in backends {
-        match hetero::backend_devices(backend) {
-            Ok(mut devices) if cli.device < devices.len() => {
-                contexts.push(Context::new(devices.swap_remove(cli.device)))
-            }
-            Ok(devices) => {
-                let reason =
-                    format!("{backend} has {} device(s); --device {} does not exist", devices.len(), cli.device);
-                if required {
-                    return Err(CannotRun(reason));
-                }
-                unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
-            }
-            Err(e) if e.kind == ErrorKind::Unavailable && !required => {
-                unavailable.push(Unavailable { backend: backend.name().to_string(), reason: e.message })
-            }
-            Err(e) if !hetero::is_compiled(backend) => return Err(CannotRun(e.to_string())),
-            Err(e) => return Err(CannotRun(format!("{e}{}", hint(backend)))),
+        let mut found = hetero::discover(backend);
+        let notes = found
+            .unavailable
+            .iter()
+            .map(|e| Unavailable { backend: backend.name().to_string(), reason: e.to_string() });
+        if cli.device < found.devices.len() {
+            // Platforms or devices that failed while others work: reported, not fatal.
+            unavailable.extend(notes);
+            contexts.push(Context::new(found.devices.swap_remove(cli.device)));
+            continue;
         }
+        let reason = match found.unavailable.first() {
+            _ if !found.devices.is_empty() => {
+                format!("{backend} has {} device(s); --device {} does not exist", found.devices.len(), cli.device)
+            }
+            Some(e) if !hetero::is_compiled(backend) => e.to_string(),
+            Some(e) => format!("{e}{}", hint(backend)),
+            None => format!("{backend} reports no device"),
+        };
+        if required {
+            return Err(CannotRun(reason));
+        }
+        unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
     }
     if contexts.is_empty() {
         return Err(CannotRun("no backend is available".to_string()));

@@ -4,18 +4,15 @@
 
 use conformance::report::ResultRecord;
 use conformance::{Selection, Size, Workload, inputs, run_device};
-use hetero::{Backend, Context, ErrorKind};
+use hetero::testing::Availability;
+use hetero::{Backend, Context};
 use rstest::rstest;
 
 fn context(backend: Backend) -> Option<Context> {
-    match hetero::backend_devices(backend) {
-        Ok(mut devices) if !devices.is_empty() => Some(Context::new(devices.remove(0))),
-        Ok(_) => {
-            println!("skipped: {backend} reports no device");
-            None
-        }
-        Err(e) if e.kind == ErrorKind::Unavailable => {
-            println!("skipped: {e}");
+    match hetero::testing::context(backend) {
+        Ok(Availability::Ready(ctx)) => Some(ctx),
+        Ok(Availability::Skipped(reason)) => {
+            println!("skipped: {reason}");
             None
         }
         Err(e) => panic!("{e}"),
@@ -34,7 +31,7 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 #[case::pull(Workload::Pull, &["streams-1", "streams-4"])]
 #[case::wave(Workload::Wave, &["sync", "stream-sync", "event-sync"])]
 fn every_variant_passes(
-    #[values(Backend::Host)] backend: Backend,
+    #[values(Backend::Host, Backend::OpenCl)] backend: Backend,
     #[case] workload: Workload,
     #[case] variants: &[&str],
 ) {

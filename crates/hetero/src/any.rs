@@ -5,6 +5,8 @@ use enum_dispatch::enum_dispatch;
 
 #[cfg(feature = "host")]
 use crate::backend::host::HostDevice;
+#[cfg(feature = "opencl")]
+use crate::backend::opencl::OpenClDevice;
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -17,6 +19,9 @@ pub enum AnyDevice {
     /// The embedded CPU backend.
     #[cfg(feature = "host")]
     Host(HostDevice),
+    /// An OpenCL device.
+    #[cfg(feature = "opencl")]
+    OpenCl(OpenClDevice),
 }
 
 /// Backends compiled into this build, in [`Backend::ALL`] order.
@@ -28,49 +33,70 @@ pub fn compiled_backends() -> Vec<Backend> {
 pub fn is_compiled(backend: Backend) -> bool {
     match backend {
         Backend::Host => cfg!(feature = "host"),
-        Backend::OpenCl | Backend::Cuda | Backend::Hip => false,
+        Backend::OpenCl => cfg!(feature = "opencl"),
+        Backend::Cuda | Backend::Hip => false,
     }
 }
 
-/// Every device of `backend`, or why there is none: the backend is not
-/// compiled in, or its runtime is missing ([`ErrorKind::Unavailable`]).
-pub fn backend_devices(backend: Backend) -> Result<Vec<AnyDevice>> {
+/// What a search for devices found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Usable devices, grouped by backend in [`Backend::ALL`] order.
+    pub devices: Vec<AnyDevice>,
+    /// Why a backend, platform or device could not be used
+    /// ([`ErrorKind::Unavailable`] when a runtime is missing).
+    pub unavailable: Vec<Error>,
+}
+
+/// Every device of `backend`, and every failure met on the way: a backend
+/// that is not compiled in, a missing runtime, a platform that failed to
+/// initialise (the others are still listed).
+pub fn discover(backend: Backend) -> Discovery {
+    let mut found = Discovery::default();
     match backend {
         #[cfg(feature = "host")]
-        Backend::Host => Ok(vec![AnyDevice::Host(HostDevice::new())]),
-        other => Err(Error::new(
+        Backend::Host => found.devices.push(AnyDevice::Host(HostDevice::new())),
+        #[cfg(feature = "opencl")]
+        Backend::OpenCl => {
+            let (devices, failures) = crate::backend::opencl::discover();
+            found.devices.extend(devices.into_iter().map(AnyDevice::OpenCl));
+            found.unavailable = failures;
+        }
+        other => found.unavailable.push(Error::new(
             other,
-            "backend_devices",
+            "discover",
             ErrorKind::Unavailable,
             format!("the {other} backend is not compiled into this build (cargo feature `{other}` of hetero)"),
         )),
     }
-}
-
-/// What [`devices`] found.
-#[derive(Debug)]
-pub struct Discovery {
-    /// Usable devices, grouped by backend in [`Backend::ALL`] order.
-    pub devices: Vec<AnyDevice>,
-    /// One error per compiled-in backend that has no usable runtime or device.
-    pub unavailable: Vec<Error>,
-}
-
-/// Every usable device of every compiled-in backend. A backend whose runtime
-/// is missing is listed in [`Discovery::unavailable`] with the reason.
-pub fn devices() -> Discovery {
-    let mut found = Discovery { devices: Vec::new(), unavailable: Vec::new() };
-    for backend in compiled_backends() {
-        match backend_devices(backend) {
-            Ok(list) if list.is_empty() => found.unavailable.push(Error::new(
-                backend,
-                "devices",
-                ErrorKind::Unavailable,
-                "the runtime loaded but reports no device",
-            )),
-            Ok(list) => found.devices.extend(list),
-            Err(e) => found.unavailable.push(e),
-        }
+    if found.devices.is_empty() && found.unavailable.is_empty() {
+        found.unavailable.push(Error::new(
+            backend,
+            "discover",
+            ErrorKind::Unavailable,
+            "the runtime reports no device",
+        ));
     }
     found
+}
+
+/// Every device of `backend`, or the first reason there is none.
+pub fn backend_devices(backend: Backend) -> Result<Vec<AnyDevice>> {
+    let mut found = discover(backend);
+    if found.devices.is_empty() {
+        return Err(found.unavailable.remove(0));
+    }
+    Ok(found.devices)
+}
+
+/// Every usable device of every compiled-in backend, with the reason for
+/// each backend, platform or device that could not be used.
+pub fn devices() -> Discovery {
+    let mut all = Discovery::default();
+    for backend in compiled_backends() {
+        let found = discover(backend);
+        all.devices.extend(found.devices);
+        all.unavailable.extend(found.unavailable);
+    }
+    all
 }

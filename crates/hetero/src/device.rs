@@ -22,6 +22,9 @@ use crate::any::AnyDevice;
 #[cfg(feature = "host")]
 #[allow(unused_imports)]
 use crate::backend::host::HostDevice;
+#[cfg(feature = "opencl")]
+#[allow(unused_imports)]
+use crate::backend::opencl::OpenClDevice;
 
 /// The backends hetero knows, compiled in or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

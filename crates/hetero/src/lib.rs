@@ -35,7 +35,7 @@
 //! # }
 //! ```
 
-#[cfg(not(feature = "host"))]
+#[cfg(not(any(feature = "host", feature = "opencl")))]
 compile_error!("hetero needs at least one backend feature: host, opencl, cuda or hip");
 
 mod any;
@@ -43,8 +43,9 @@ pub mod backend;
 mod device;
 mod error;
 pub mod safe;
+pub mod testing;
 
-pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, is_compiled};
+pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
 pub use device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     StreamFlags, StreamId, UnknownBackend, check_range,

@@ -4,3 +4,5 @@
 pub(crate) mod handles;
 #[cfg(feature = "host")]
 pub mod host;
+#[cfg(feature = "opencl")]
+pub mod opencl;

@@ -6,22 +6,19 @@
 mod bad_input;
 mod semantics;
 
-use hetero::{AnyDevice, Backend, Context, ErrorKind};
+use hetero::testing::Availability;
+use hetero::{AnyDevice, Backend, Context};
 
 /// The first device of `backend`, or `None` (printing why) when this
-/// machine cannot run it.
+/// machine cannot run it and `HETERO_REQUIRE` does not demand it.
 pub fn context(backend: Backend) -> Option<Context<AnyDevice>> {
-    match hetero::backend_devices(backend) {
-        Ok(mut devices) if !devices.is_empty() => Some(Context::new(devices.remove(0))),
-        Ok(_) => {
-            println!("skipped: {backend} backend reports no device");
+    match hetero::testing::context(backend) {
+        Ok(Availability::Ready(ctx)) => Some(ctx),
+        Ok(Availability::Skipped(reason)) => {
+            println!("skipped: {reason}");
             None
         }
-        Err(e) if e.kind == ErrorKind::Unavailable => {
-            println!("skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{backend} backend failed to initialise: {e}"),
+        Err(e) => panic!("{e}"),
     }
 }
 
@@ -79,3 +76,4 @@ macro_rules! backend_tests {
 }
 
 backend_tests!(host, hetero::Backend::Host);
+backend_tests!(opencl, hetero::Backend::OpenCl);

@@ -1,0 +1,510 @@
+//! [`OpenClDevice`]: one device of one OpenCL platform.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use opencl3::command_queue::{
+    CommandQueue, enqueue_barrier_with_wait_list, enqueue_copy_buffer, enqueue_fill_buffer,
+    enqueue_marker_with_wait_list, enqueue_nd_range_kernel, enqueue_read_buffer, enqueue_write_buffer,
+};
+use opencl3::context::Context;
+use opencl3::device::Device as ClDevice;
+use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
+use opencl3::memory::{CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region, create_sub_buffer};
+use opencl3::types::{CL_NON_BLOCKING, cl_mem};
+
+use super::error::{error, from_cl, from_code};
+use super::event::{ClEvent, is_complete};
+use super::memory::ClMemory;
+use super::module::{self, ClKernel};
+use super::stream::{self, ClStream};
+use crate::backend::handles::Handles;
+use crate::device::{
+    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
+    StreamFlags, StreamId, check_range,
+};
+use crate::error::{ErrorKind, Result};
+
+/// An OpenCL device with its own context.
+pub struct OpenClDevice {
+    info: DeviceInfo,
+    device: ClDevice,
+    context: Context,
+    /// Largest single allocation (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
+    max_alloc: u64,
+    /// Alignment in bytes that a sub-buffer's origin needs.
+    base_align: usize,
+    streams: Handles<ClStream>,
+    events: Handles<ClEvent>,
+    allocs: Handles<ClMemory>,
+    modules: Handles<opencl3::program::Program>,
+    kernels: Handles<ClKernel>,
+}
+
+impl std::fmt::Debug for OpenClDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenClDevice").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+/// `CL_DEVICE_WARP_SIZE_NV` (cl_nv_device_attribute_query).
+const WARP_SIZE_NV: u32 = 0x4003;
+/// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (cl_amd_device_attribute_query).
+const WAVEFRONT_WIDTH_AMD: u32 = 0x4043;
+
+impl OpenClDevice {
+    /// Opens `device` of the platform described by `platform`, as number `ordinal`.
+    pub(super) fn new(device: ClDevice, platform: String, ordinal: usize) -> Result<Self> {
+        let q = |call| from_cl(call);
+        let sizes = device.max_work_item_sizes().map_err(q("clGetDeviceInfo"))?;
+        let dim = |i: usize| sizes.get(i).map_or(1, |&s| u32::try_from(s).unwrap_or(u32::MAX));
+        let vendor_query =
+            |param| opencl3::device::get_device_info(device.id(), param).ok().map(|v| v.to_uint()).filter(|&w| w > 0);
+        let info = DeviceInfo {
+            backend: Backend::OpenCl,
+            ordinal,
+            name: device.name().map_err(q("clGetDeviceInfo"))?.trim().to_string(),
+            vendor: device.vendor().map_err(q("clGetDeviceInfo"))?.trim().to_string(),
+            platform,
+            total_memory: device.global_mem_size().map_err(q("clGetDeviceInfo"))?,
+            max_threads_per_block: u32::try_from(device.max_work_group_size().map_err(q("clGetDeviceInfo"))?)
+                .unwrap_or(u32::MAX),
+            max_block_dims: [dim(0), dim(1), dim(2)],
+            shared_memory_per_block: usize::try_from(device.local_mem_size().map_err(q("clGetDeviceInfo"))?)
+                .unwrap_or(usize::MAX),
+            compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
+            warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
+        };
+        let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
+        Ok(Self {
+            max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
+            base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
+            info,
+            device,
+            context,
+            streams: Handles::new(Backend::OpenCl, "stream"),
+            events: Handles::new(Backend::OpenCl, "event"),
+            allocs: Handles::new(Backend::OpenCl, "allocation"),
+            modules: Handles::new(Backend::OpenCl, "module"),
+            kernels: Handles::new(Backend::OpenCl, "kernel"),
+        })
+    }
+
+    fn queue(&self, call: &'static str, id: StreamId) -> Result<Arc<ClStream>> {
+        self.streams.get(call, id.0)
+    }
+
+    fn range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<ClMemory>> {
+        let mem = self.allocs.get(call, range.alloc.0)?;
+        check_range(Backend::OpenCl, call, range.offset, range.len, mem.size)?;
+        Ok(mem)
+    }
+
+    /// The marker's event after everything enqueued so far on `queue`.
+    fn marker(&self, queue: &CommandQueue) -> Result<Event> {
+        // SAFETY: queue is live; no wait list.
+        let raw = unsafe { enqueue_marker_with_wait_list(queue.get(), 0, std::ptr::null()) };
+        stream::submitted(queue, "clEnqueueMarkerWithWaitList", raw)
+    }
+
+    /// A sub-buffer starting at `offset` (kernels take buffers, not pointers).
+    fn sub_buffer(&self, mem: &ClMemory, offset: usize) -> Result<cl_mem> {
+        if !offset.is_multiple_of(self.base_align) {
+            return Err(error(
+                "clCreateSubBuffer",
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "a kernel buffer argument at byte offset {offset} is not aligned to {} bytes, as {} requires",
+                    self.base_align, self.info.name
+                ),
+            ));
+        }
+        let region = cl_buffer_region { origin: offset, size: (mem.size - offset).max(1) };
+        // SAFETY: mem is live and the region lies within it (offset <= size checked by the caller).
+        unsafe {
+            create_sub_buffer(
+                mem.mem,
+                CL_MEM_READ_WRITE,
+                CL_BUFFER_CREATE_TYPE_REGION,
+                (&raw const region).cast::<c_void>(),
+            )
+        }
+        .map_err(from_code("clCreateSubBuffer"))
+    }
+}
+
+/// Completes a user event unless it already is.
+fn open_gate(slot: &ClEvent, call: &'static str) -> Result<()> {
+    match slot.current()? {
+        Some(ev) if !is_complete(&ev, call)? => {
+            set_user_event_status(ev.get(), CL_COMPLETE).map_err(from_code("clSetUserEventStatus"))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Device for OpenClDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn create_stream(&self, _flags: StreamFlags) -> Result<StreamId> {
+        Ok(StreamId(self.streams.insert(ClStream::new(&self.context)?)))
+    }
+
+    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        // Finishing first keeps "destroy waits for queued work" on every backend.
+        self.streams.remove("destroy_stream", stream.0)?.finish()
+    }
+
+    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+        self.queue("synchronize_stream", stream)?.finish()
+    }
+
+    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+        self.queue("query_stream", stream)?.is_idle()
+    }
+
+    fn create_event(&self) -> Result<EventId> {
+        Ok(EventId(self.events.insert(ClEvent::marker())))
+    }
+
+    fn create_user_event(&self) -> Result<EventId> {
+        let raw = create_user_event(self.context.get()).map_err(from_code("clCreateUserEvent"))?;
+        Ok(EventId(self.events.insert(ClEvent::user(Event::new(raw)))))
+    }
+
+    fn complete_user_event(&self, event: EventId) -> Result<()> {
+        let slot = self.events.get("complete_user_event", event.0)?;
+        if !slot.user {
+            return Err(error("complete_user_event", ErrorKind::InvalidHandle, "event is not a user event"));
+        }
+        open_gate(&slot, "complete_user_event")
+    }
+
+    fn destroy_event(&self, event: EventId) -> Result<()> {
+        let slot = self.events.remove("destroy_event", event.0)?;
+        // A user event released while queues wait on it would hold them forever.
+        if slot.user { open_gate(&slot, "destroy_event") } else { Ok(()) }
+    }
+
+    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+        let slot = self.events.get("record_event", event.0)?;
+        if slot.user {
+            return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
+        }
+        slot.set(self.marker(&self.queue("record_event", stream)?.queue)?);
+        Ok(())
+    }
+
+    fn query_event(&self, event: EventId) -> Result<bool> {
+        match self.events.get("query_event", event.0)?.current()? {
+            Some(ev) => is_complete(&ev, "query_event"),
+            None => Ok(true),
+        }
+    }
+
+    fn synchronize_event(&self, event: EventId) -> Result<()> {
+        match self.events.get("synchronize_event", event.0)?.current()? {
+            Some(ev) => ev.wait().map_err(from_cl("clWaitForEvents")),
+            None => Ok(()),
+        }
+    }
+
+    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+        let time = |id: EventId| -> Result<u64> {
+            let slot = self.events.get("elapsed_ms", id.0)?;
+            let ev =
+                slot.current()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))?;
+            if !is_complete(&ev, "elapsed_ms")? {
+                return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
+            }
+            let begun = ev.profiling_command_start().map_err(from_cl("clGetEventProfilingInfo"))?;
+            let ended = ev.profiling_command_end().map_err(from_cl("clGetEventProfilingInfo"))?;
+            if begun > ended {
+                return Err(error(
+                    "clGetEventProfilingInfo",
+                    ErrorKind::Driver,
+                    format!("profiling times out of order: start {begun} ns after end {ended} ns"),
+                ));
+            }
+            Ok(ended)
+        };
+        let (t0, t1) = (time(start)?, time(end)?);
+        // Signed difference in floating point: never underflows.
+        Ok((t1 as f64 - t0 as f64) / 1e6)
+    }
+
+    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+        let queue = self.queue("stream_wait_event", stream)?;
+        let Some(ev) = self.events.get("stream_wait_event", event.0)?.current()? else {
+            return Ok(());
+        };
+        let list = [ev.get()];
+        // SAFETY: the wait list holds one live event, retained by `ev` during the call.
+        let raw = unsafe { enqueue_barrier_with_wait_list(queue.queue.get(), 1, list.as_ptr()) };
+        queue.submitted("clEnqueueBarrierWithWaitList", raw)
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
+        Ok(AllocId(self.allocs.insert(ClMemory::device(self.context.get(), bytes, self.max_alloc)?)))
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
+        let queue = stream::create(&self.context)?;
+        Ok(AllocId(self.allocs.insert(ClMemory::pinned(self.context.get(), queue, bytes, self.max_alloc)?)))
+    }
+
+    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+        self.allocs.get("pinned_ptr", alloc.0)?.host_ptr().ok_or_else(|| {
+            error("pinned_ptr", ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory")
+        })
+    }
+
+    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+        Ok(self.allocs.get("alloc_size", alloc.0)?.size)
+    }
+
+    unsafe fn free(&self, alloc: AllocId) -> Result<()> {
+        self.allocs.remove("free", alloc.0).map(drop)
+    }
+
+    unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        let mem = self.range("copy_h2d", dst)?;
+        let queue = self.queue("copy_h2d", stream)?;
+        if dst.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies in mem (checked); the caller keeps src valid until completion.
+        let raw = unsafe {
+            enqueue_write_buffer(
+                queue.queue.get(),
+                mem.mem,
+                CL_NON_BLOCKING,
+                dst.offset,
+                dst.len,
+                src.cast_mut().cast(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        queue.submitted("clEnqueueWriteBuffer", raw)
+    }
+
+    unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
+        let mem = self.range("copy_d2h", src)?;
+        let queue = self.queue("copy_d2h", stream)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies in mem (checked); the caller keeps dst valid until completion.
+        let raw = unsafe {
+            enqueue_read_buffer(
+                queue.queue.get(),
+                mem.mem,
+                CL_NON_BLOCKING,
+                src.offset,
+                src.len,
+                dst.cast(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        queue.submitted("clEnqueueReadBuffer", raw)
+    }
+
+    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        if src.len != dst.len {
+            return Err(error(
+                "copy_d2d",
+                ErrorKind::OutOfBounds,
+                format!("source has {} bytes but destination has {}", src.len, dst.len),
+            ));
+        }
+        let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
+        let queue = self.queue("copy_d2d", stream)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        if src.alloc == dst.alloc && src.offset < dst.offset + dst.len && dst.offset < src.offset + src.len {
+            return Err(error("copy_d2d", ErrorKind::OutOfBounds, "source and destination ranges overlap"));
+        }
+        // SAFETY: both ranges lie in their buffers (checked) and do not overlap.
+        let raw = unsafe {
+            enqueue_copy_buffer(
+                queue.queue.get(),
+                from.mem,
+                to.mem,
+                src.offset,
+                dst.offset,
+                src.len,
+                0,
+                std::ptr::null(),
+            )
+        };
+        queue.submitted("clEnqueueCopyBuffer", raw)
+    }
+
+    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+        if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
+            return Err(error(
+                "fill_u32",
+                ErrorKind::OutOfBounds,
+                format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
+            ));
+        }
+        let mem = self.range("fill_u32", dst)?;
+        let queue = self.queue("fill_u32", stream)?;
+        if dst.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range lies in mem (checked); the pattern is copied at enqueue.
+        let raw = unsafe {
+            enqueue_fill_buffer(
+                queue.queue.get(),
+                mem.mem,
+                (&raw const pattern).cast::<c_void>(),
+                4,
+                dst.offset,
+                dst.len,
+                0,
+                std::ptr::null(),
+            )
+        };
+        queue.submitted("clEnqueueFillBuffer", raw)
+    }
+
+    fn build_module(&self, source: &str) -> Result<ModuleId> {
+        Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), source)?)))
+    }
+
+    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+        let program = self.modules.get("kernel", module.0)?;
+        Ok(KernelId(self.kernels.insert(ClKernel::new(&program, self.device.id(), name)?)))
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: KernelId,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
+        config.validate(&self.info, "launch")?;
+        let kernel = self.kernels.get("launch", kernel.0)?;
+        let queue = self.queue("launch", stream)?;
+        let threads: usize = config.block.iter().map(|&b| b as usize).product();
+        if threads > kernel.max_work_group {
+            return Err(error(
+                "launch",
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "block of {threads} threads but kernel `{}` can run at most {} per block on {}",
+                    kernel.name, kernel.max_work_group, self.info.name
+                ),
+            ));
+        }
+        let local_needed = config.shared_bytes as u64 + kernel.static_local;
+        if local_needed > self.info.shared_memory_per_block as u64 {
+            return Err(error(
+                "launch",
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "kernel `{}` needs {local_needed} bytes of local memory ({} dynamic + {} static) but {} has {}",
+                    kernel.name,
+                    config.shared_bytes,
+                    kernel.static_local,
+                    self.info.name,
+                    self.info.shared_memory_per_block
+                ),
+            ));
+        }
+        let dynamic_local = match kernel.num_args as usize {
+            n if n == args.len() => false,
+            n if n == args.len() + 1 && config.shared_bytes > 0 => true,
+            n => {
+                return Err(error(
+                    "launch",
+                    ErrorKind::InvalidLaunch,
+                    format!(
+                        "kernel `{}` takes {n} parameters but the launch passed {} arguments{}",
+                        kernel.name,
+                        args.len(),
+                        if n == args.len() + 1 { " and no dynamic shared memory" } else { "" }
+                    ),
+                ));
+            }
+        };
+        // Buffers at an offset become sub-buffers, released once enqueued
+        // (the runtime keeps them alive for the command).
+        let mut subs: Vec<SubBuffer> = Vec::new();
+        let mut mems: Vec<cl_mem> = Vec::with_capacity(args.len());
+        for arg in args {
+            if let KernelArg::Buffer { alloc, offset } = *arg {
+                let mem = self.allocs.get("launch", alloc.0)?;
+                check_range(Backend::OpenCl, "launch", offset, 0, mem.size)?;
+                if offset == 0 {
+                    mems.push(mem.mem);
+                } else {
+                    let sub = self.sub_buffer(&mem, offset)?;
+                    subs.push(SubBuffer(sub));
+                    mems.push(sub);
+                }
+            }
+        }
+        let guard = kernel.lock();
+        let mut mem_iter = mems.iter();
+        for (index, arg) in args.iter().enumerate() {
+            let index = index as u32;
+            // SAFETY: each value matches the size passed; the kernel's
+            // parameter types are the caller's contract.
+            let set = unsafe {
+                match arg {
+                    KernelArg::Buffer { .. } => match mem_iter.next() {
+                        Some(mem) => guard.set_arg(index, mem),
+                        None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
+                    },
+                    KernelArg::U32(v) => guard.set_arg(index, v),
+                    KernelArg::I32(v) => guard.set_arg(index, v),
+                    KernelArg::F32(v) => guard.set_arg(index, v),
+                }
+            };
+            set.map_err(from_cl("clSetKernelArg"))?;
+        }
+        if dynamic_local {
+            // SAFETY: the last parameter is the kernel's `__local` pointer.
+            unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
+                .map_err(from_cl("clSetKernelArg"))?;
+        }
+        let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
+        let local: [usize; 3] = config.block.map(|b| b as usize);
+        // SAFETY: arguments are set; sizes are validated; the caller
+        // guarantees the kernel stays within its buffers.
+        let raw = unsafe {
+            enqueue_nd_range_kernel(
+                queue.queue.get(),
+                guard.get(),
+                3,
+                std::ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        drop(guard);
+        drop(subs);
+        queue.submitted("clEnqueueNDRangeKernel", raw)
+    }
+}
+
+/// A sub-buffer made for one launch, released on drop.
+struct SubBuffer(cl_mem);
+
+impl Drop for SubBuffer {
+    fn drop(&mut self) {
+        // SAFETY: created by clCreateSubBuffer for one launch; released once.
+        let _ = unsafe { opencl3::memory::release_mem_object(self.0) };
+    }
+}

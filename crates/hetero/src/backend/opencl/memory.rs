@@ -1,0 +1,108 @@
+//! Buffers of the OpenCL backend.
+//!
+//! Device memory is a `CL_MEM_READ_WRITE` buffer. Pinned memory is a buffer
+//! created with `CL_MEM_ALLOC_HOST_PTR` and mapped once for its whole life:
+//! drivers back such buffers with page-locked memory, so reads and writes
+//! from the mapped pointer are true asynchronous DMA transfers.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+use opencl3::command_queue::{CommandQueue, enqueue_map_buffer, enqueue_unmap_mem_object};
+use opencl3::memory::{
+    CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, create_buffer, release_mem_object,
+};
+use opencl3::types::{CL_BLOCKING, cl_context, cl_mem};
+
+use super::error::{error, from_code};
+use crate::error::{ErrorKind, Result};
+
+/// One OpenCL buffer, released on drop (unmapped first when pinned).
+///
+/// Invariant: `mem` is a live buffer of at least `max(size, 1)` bytes; when
+/// `mapped` is set, it points to a mapping of all of it made on `queue`.
+pub(super) struct ClMemory {
+    pub(super) mem: cl_mem,
+    pub(super) size: usize,
+    mapped: Option<(NonNull<u8>, CommandQueue)>,
+}
+
+// SAFETY: OpenCL memory objects may be used from any thread; the mapped
+// pointer is only handed out under the Device contract.
+unsafe impl Send for ClMemory {}
+// SAFETY: as above; no interior state is mutated through &ClMemory.
+unsafe impl Sync for ClMemory {}
+
+impl ClMemory {
+    /// A device buffer of `size` bytes; `limit` is the device's largest allocation.
+    pub(super) fn device(context: cl_context, size: usize, limit: u64) -> Result<Self> {
+        let mem = create(context, CL_MEM_READ_WRITE, size, limit, "alloc_device")?;
+        Ok(Self { mem, size, mapped: None })
+    }
+
+    /// A mapped, zeroed host buffer of `size` bytes, mapped through `queue`.
+    pub(super) fn pinned(context: cl_context, queue: CommandQueue, size: usize, limit: u64) -> Result<Self> {
+        let mem = create(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, limit, "alloc_pinned")?;
+        let mut memory = Self { mem, size, mapped: None };
+        let mut host: cl_mem = std::ptr::null_mut();
+        // SAFETY: mem is a live buffer of max(size, 1) bytes; the blocking
+        // map returns a pointer valid until it is unmapped in drop.
+        let event = unsafe {
+            enqueue_map_buffer(
+                queue.get(),
+                mem,
+                CL_BLOCKING,
+                CL_MAP_READ | CL_MAP_WRITE,
+                0,
+                size.max(1),
+                &mut host,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(from_code("clEnqueueMapBuffer"))?;
+        drop(opencl3::event::Event::new(event));
+        let ptr = NonNull::new(host.cast::<u8>())
+            .ok_or_else(|| error("clEnqueueMapBuffer", ErrorKind::Driver, "mapping returned a null pointer"))?;
+        // SAFETY: the mapping covers size bytes and nothing else uses it yet.
+        unsafe { ptr.as_ptr().write_bytes(0, size) };
+        memory.mapped = Some((ptr, queue));
+        Ok(memory)
+    }
+
+    /// The mapped host pointer of a pinned buffer.
+    pub(super) fn host_ptr(&self) -> Option<NonNull<u8>> {
+        self.mapped.as_ref().map(|(p, _)| *p)
+    }
+}
+
+fn create(context: cl_context, flags: u64, size: usize, limit: u64, call: &'static str) -> Result<cl_mem> {
+    if size as u64 > limit {
+        return Err(error(
+            call,
+            ErrorKind::OutOfMemory,
+            format!("cannot allocate {size} bytes: the device's largest allocation is {limit} bytes"),
+        ));
+    }
+    // SAFETY: no host pointer is passed; the size is non-zero.
+    unsafe { create_buffer(context, flags, size.max(1), std::ptr::null_mut()) }.map_err(from_code("clCreateBuffer"))
+}
+
+impl Drop for ClMemory {
+    fn drop(&mut self) {
+        if let Some((ptr, queue)) = self.mapped.take() {
+            // SAFETY: ptr is the mapping made on this queue; the Device
+            // contract guarantees no queued work or host borrow uses it.
+            let unmapped = unsafe {
+                enqueue_unmap_mem_object(queue.get(), self.mem, ptr.as_ptr().cast::<c_void>(), 0, std::ptr::null())
+            };
+            if let Ok(event) = unmapped {
+                drop(opencl3::event::Event::new(event));
+            }
+            let _ = queue.finish();
+        }
+        // SAFETY: mem is live and released exactly once; commands that
+        // still use it keep it alive inside the runtime.
+        let _ = unsafe { release_mem_object(self.mem) };
+    }
+}

@@ -1,0 +1,76 @@
+//! Programs and kernels of the OpenCL backend.
+//!
+//! A portable source is compiled by `clBuildProgram` after the OpenCL
+//! prelude; on failure the error carries the build log. Kernels that use
+//! dynamic shared memory declare it as their last parameter (a `__local`
+//! pointer), which [`ClKernel`] sets from the launch's byte count.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use opencl3::context::Context;
+use opencl3::kernel::Kernel;
+use opencl3::program::Program;
+use opencl3::types::cl_device_id;
+
+use super::error::{cl_error, error, from_cl};
+use crate::error::{ErrorKind, Result};
+
+/// Builds `source` for `device`; the error message is the build log.
+pub(super) fn build(context: &Context, device: cl_device_id, source: &str) -> Result<Program> {
+    let text = hetero_kernels::assemble(hetero_kernels::PRELUDE_OPENCL, source);
+    let mut program = Program::create_from_source(context, &text).map_err(from_cl("clCreateProgramWithSource"))?;
+    if let Err(e) = program.build(&[device], "-cl-std=CL1.2") {
+        let log = program.get_build_log(device).unwrap_or_default();
+        let mut failure = cl_error("clBuildProgram", e.0).with_kind(ErrorKind::Build);
+        failure.message =
+            if log.trim().is_empty() { format!("{} (the compiler gave no log)", failure.message) } else { log };
+        return Err(failure);
+    }
+    if hetero_kernels::kernel_names(source).is_empty() {
+        return Err(error(
+            "clBuildProgram",
+            ErrorKind::Build,
+            "the source declares no kernel (expected `KERNEL void name(`)",
+        ));
+    }
+    Ok(program)
+}
+
+/// One kernel object with what launches need to know about it.
+pub(super) struct ClKernel {
+    /// clSetKernelArg and the enqueue that captures the arguments must not
+    /// interleave between threads.
+    kernel: Mutex<Kernel>,
+    pub(super) name: String,
+    /// Parameters the kernel declares.
+    pub(super) num_args: u32,
+    /// Largest work-group this kernel can run with on the device.
+    pub(super) max_work_group: usize,
+    /// Local memory the kernel uses besides its dynamic argument.
+    pub(super) static_local: u64,
+}
+
+impl ClKernel {
+    pub(super) fn new(program: &Program, device: cl_device_id, name: &str) -> Result<Self> {
+        let kernel = Kernel::create(program, name).map_err(|e| {
+            let mut err = cl_error("clCreateKernel", e.0);
+            if err.kind == ErrorKind::KernelNotFound || e.0 == opencl3::error_codes::CL_INVALID_KERNEL_NAME {
+                err.kind = ErrorKind::KernelNotFound;
+                err.message = format!("no kernel `{name}` in the module ({})", err.message);
+            }
+            err
+        })?;
+        Ok(Self {
+            num_args: kernel.num_args().map_err(from_cl("clGetKernelInfo"))?,
+            max_work_group: kernel.get_work_group_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?,
+            static_local: kernel.get_local_mem_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?,
+            kernel: Mutex::new(kernel),
+            name: name.to_string(),
+        })
+    }
+
+    /// Exclusive access for setting arguments and enqueueing.
+    pub(super) fn lock(&self) -> MutexGuard<'_, Kernel> {
+        self.kernel.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
