@@ -222,6 +222,13 @@ impl Device for OpenClDevice {
             }
             let begun = ev.profiling_command_start().map_err(from_cl("clGetEventProfilingInfo"))?;
             let ended = ev.profiling_command_end().map_err(from_cl("clGetEventProfilingInfo"))?;
+            if ended == 0 {
+                return Err(error(
+                    "clGetEventProfilingInfo",
+                    ErrorKind::Driver,
+                    "the device reported no profiling time for a marker",
+                ));
+            }
             if begun > ended {
                 return Err(error(
                     "clGetEventProfilingInfo",

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds what the GPU machine runs and fetches what it lacks, into .gpu/
+# (ignored by git; the device call carries it). The GPU machine has no Rust
+# and no network, so everything is prepared here.
+#
+#   ci/gpu/prepare.sh && <device run, carrying .gpu> bash ci/gpu/run.sh BACKENDS SIZES
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=.gpu
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/deb"
+
+cargo build --release --all-features -p conformance --bin conform
+cp target/release/conform "$out/bin/"
+
+# The API semantics tests as one binary, the same bodies CI runs on host and PoCL.
+cargo test --release --all-features -p hetero --test api --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "api":
+        print(m["executable"])' \
+  | xargs -I{} cp {} "$out/bin/hetero-api-tests"
+
+# An OpenCL ICD loader: the GPU machine has NVIDIA's OpenCL driver but no loader.
+(cd "$out/deb" && apt-get download -q ocl-icd-libopencl1 >/dev/null)
+
+ls -l "$out/bin" "$out/deb"

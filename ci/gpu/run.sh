@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, after ci/gpu/prepare.sh
+# prepared .gpu/ here and the device call carried it:
+#
+#   bash ci/gpu/run.sh opencl small,medium,large
+#
+# For each backend and size it runs `conform` and writes
+# $OUT/<backend>-<size>.json; it also runs the API semantics tests with the
+# backends required. Logs go to $OUT/run.log; a summary table is printed last.
+set -uo pipefail
+backends=${1:-opencl}
+sizes=${2:-small,medium,large}
+out=${OUT:-/tmp/hetero-out}
+mkdir -p "$out"
+bin=.gpu/bin
+log="$out/run.log"
+exec > >(tee -a "$log") 2>&1
+
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+
+# OpenCL: unpack the ICD loader and register NVIDIA's driver with it.
+work=$(mktemp -d)
+for deb in .gpu/deb/*.deb; do dpkg -x "$deb" "$work/root"; done
+export LD_LIBRARY_PATH="$work/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+driver=$(ls /usr/lib/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -n1)
+mkdir -p "$work/icd"
+if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
+export OCL_ICD_VENDORS="$work/icd"
+echo "OpenCL driver: ${driver:-not found}"
+
+status=0
+echo "== API semantics tests (required: host,${backends})"
+HETERO_REQUIRE="host,${backends}" "$bin/hetero-api-tests" --test-threads=4 > "$out/api-tests.log" 2>&1
+api=$?
+tail -n 3 "$out/api-tests.log"
+[ $api -eq 0 ] || status=1
+
+declare -A verdict
+for backend in ${backends//,/ }; do
+  for size in ${sizes//,/ }; do
+    echo "== conform --backend $backend --size $size"
+    "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json"
+    code=$?
+    verdict[$backend-$size]=$code
+    [ $code -eq 0 ] || status=1
+  done
+done
+
+echo "== summary (conform exit status: 0 pass, 1 fail, 2 cannot run)"
+printf '%-10s %-8s %s\n' backend size exit
+for backend in ${backends//,/ }; do
+  for size in ${sizes//,/ }; do
+    printf '%-10s %-8s %s\n' "$backend" "$size" "${verdict[$backend-$size]}"
+  done
+done
+echo "api tests exit: $api"
+exit $status
