@@ -13,14 +13,17 @@ mkdir -p "$out/bin" "$out/deb"
 cargo build --release --all-features -p conformance --bin conform
 cp target/release/conform "$out/bin/"
 
-# The API semantics tests as one binary, the same bodies CI runs on host and PoCL.
-cargo test --release --all-features -p hetero --test api --no-run --message-format=json 2>/dev/null \
-  | python3 -c 'import json, sys
+# Test binaries: the API semantics tests (the same bodies CI runs on host
+# and PoCL) and the sticky-fault test (its own process).
+for test in api sticky_fault; do
+  cargo test --release --all-features -p hetero --test "$test" --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "api":
-        print(m["executable"])' \
-  | xargs -I{} cp {} "$out/bin/hetero-api-tests"
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
+        print(m["executable"])' "$test" \
+    | xargs -I{} cp {} "$out/bin/test-$test"
+done
 
 # An OpenCL ICD loader: the GPU machine has NVIDIA's OpenCL driver but no loader.
 (cd "$out/deb" && apt-get download -q ocl-icd-libopencl1 >/dev/null)

@@ -5,8 +5,9 @@
 #   bash ci/gpu/run.sh opencl small,medium,large
 #
 # For each backend and size it runs `conform` and writes
-# $OUT/<backend>-<size>.json; it also runs the API semantics tests with the
-# backends required. Logs go to $OUT/run.log; a summary table is printed last.
+# $OUT/<backend>-<size>.json; it also runs the API semantics tests and the
+# sticky-fault test with the backends required. Everything printed goes to
+# $OUT/run.log too; a summary table is printed last.
 set -uo pipefail
 backends=${1:-opencl}
 sizes=${2:-small,medium,large}
@@ -32,10 +33,12 @@ echo "OpenCL driver: ${driver:-not found}"
 
 status=0
 echo "== API semantics tests (required: host,${backends})"
-HETERO_REQUIRE="host,${backends}" "$bin/hetero-api-tests" --test-threads=4 > "$out/api-tests.log" 2>&1
+HETERO_REQUIRE="host,${backends}" "$bin/test-api" --test-threads=4
 api=$?
-tail -n 3 "$out/api-tests.log"
-[ $api -eq 0 ] || status=1
+echo "== sticky-fault test (required: ${backends}; skips backends it does not cover)"
+HETERO_REQUIRE="${backends}" "$bin/test-sticky_fault" --nocapture
+fault=$?
+[ $api -eq 0 ] && [ $fault -eq 0 ] || status=1
 
 declare -A verdict
 for backend in ${backends//,/ }; do
@@ -55,5 +58,5 @@ for backend in ${backends//,/ }; do
     printf '%-10s %-8s %s\n' "$backend" "$size" "${verdict[$backend-$size]}"
   done
 done
-echo "api tests exit: $api"
+echo "api tests exit: $api, sticky-fault test exit: $fault"
 exit $status

@@ -33,6 +33,10 @@ pub struct Run {
     pub backend: String,
     /// The device.
     pub device: DeviceReport,
+    /// Device-to-device copy bandwidth in GB/s, bytes read plus written:
+    /// the baseline of the workloads' `gbps` figures (`null` if not measured).
+    #[serde(default)]
+    pub d2d_gbps: Option<f64>,
     /// One entry per workload variant.
     pub results: Vec<ResultRecord>,
 }

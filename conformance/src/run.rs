@@ -20,8 +20,13 @@ pub struct Selection {
 }
 
 /// Runs every selected workload on `ctx`; `on_result` sees each record as it is made.
+///
+/// First it measures the device's own copy bandwidth (device to device,
+/// bytes read plus written), the baseline that every `gbps` figure is also
+/// given as a fraction of (`of_d2d`).
 pub fn run_device(ctx: &Context, selection: &Selection, mut on_result: impl FnMut(&ResultRecord)) -> Run {
     let env = Env { ctx, size: selection.size, seed: selection.seed, dump: selection.dump.as_ref() };
+    let d2d_gbps = workloads::copy_bandwidth(ctx, selection.size).ok();
     let mut results = Vec::new();
     for &workload in &selection.workloads {
         let outcome = match workload {
@@ -39,5 +44,5 @@ pub fn run_device(ctx: &Context, selection: &Selection, mut on_result: impl FnMu
             results.push(record);
         }
     }
-    Run { backend: ctx.info().backend.name().to_string(), device: DeviceReport::from(ctx.info()), results }
+    Run { backend: ctx.info().backend.name().to_string(), device: DeviceReport::from(ctx.info()), d2d_gbps, results }
 }

@@ -68,6 +68,23 @@ pub fn render(report: &Report) -> String {
             }
         }
     }
+    for run in &report.runs {
+        if let Some(base) = run.d2d_gbps {
+            out += &format!("bandwidth: {} device-to-device copy {base:.1} GB/s (read + write)", run.backend);
+            let figures: Vec<String> = run
+                .results
+                .iter()
+                .filter_map(|r| {
+                    let gbps = r.metrics.get("gbps")?;
+                    Some(format!("{} {} {gbps:.1} GB/s ({:.0}%)", r.workload.name(), r.variant, 100.0 * gbps / base))
+                })
+                .collect();
+            if !figures.is_empty() {
+                out += &format!("; {}", figures.join(", "));
+            }
+            out += "\n";
+        }
+    }
     for u in &report.unavailable {
         out += &format!("skipped: {}: {}\n", u.backend, u.reason);
     }

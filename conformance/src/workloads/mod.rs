@@ -181,6 +181,27 @@ pub fn median(mut sample: Vec<f64>) -> f64 {
     if sample.len() % 2 == 1 { sample[mid] } else { (sample[mid - 1] + sample[mid]) / 2.0 }
 }
 
+/// Device-to-device copy bandwidth in GB/s, counting bytes read plus
+/// written: the median of five copies of a buffer sized for `size`.
+pub fn copy_bandwidth(ctx: &Context, size: Size) -> Result<f64, Failure> {
+    let floats = match size {
+        Size::Small => 1 << 22,
+        Size::Medium => 1 << 24,
+        Size::Large => 1 << 27,
+    };
+    let stream = ctx.stream()?;
+    let mut src = ctx.alloc::<f32>(floats)?;
+    let mut dst = ctx.alloc::<f32>(floats)?;
+    stream.fill(&mut src, 1.0f32)?;
+    stream.copy(&src, &mut dst)?; // warm-up
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let ((), ms) = timed(ctx, &stream, || Ok(stream.copy(&src, &mut dst)?))?;
+        times.push(ms);
+    }
+    Ok(2.0 * floats as f64 * 4.0 / (median(times) * 1e6))
+}
+
 /// Blocks of `threads` covering `n` items, at least one.
 pub fn blocks_for(n: usize, threads: u32) -> u32 {
     u32::try_from(n.div_ceil(threads as usize)).unwrap_or(u32::MAX).max(1)

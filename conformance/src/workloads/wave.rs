@@ -278,7 +278,15 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         match &baseline {
             None => {
                 if let Some(copy_ms) = run.copy_ms {
-                    outcome = outcome.metric("copy_ms", copy_ms);
+                    // The sync variant runs copies and steps one after the
+                    // other, so its total minus the copies is compute time.
+                    // Each step must read two fields and write one.
+                    let compute_ms = run.total_ms - copy_ms;
+                    let bytes = g.steps as f64 * 3.0 * g.cells() as f64 * 4.0;
+                    outcome = outcome
+                        .metric("copy_ms", copy_ms)
+                        .metric("compute_ms", compute_ms)
+                        .metric("gbps", bytes / (compute_ms * 1e6));
                 }
             }
             Some(sync) => {

@@ -3,6 +3,8 @@
 
 use enum_dispatch::enum_dispatch;
 
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::CudaDevice;
 #[cfg(feature = "host")]
 use crate::backend::host::HostDevice;
 #[cfg(feature = "opencl")]
@@ -22,6 +24,9 @@ pub enum AnyDevice {
     /// An OpenCL device.
     #[cfg(feature = "opencl")]
     OpenCl(OpenClDevice),
+    /// A CUDA device.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaDevice),
 }
 
 /// Backends compiled into this build, in [`Backend::ALL`] order.
@@ -34,7 +39,8 @@ pub fn is_compiled(backend: Backend) -> bool {
     match backend {
         Backend::Host => cfg!(feature = "host"),
         Backend::OpenCl => cfg!(feature = "opencl"),
-        Backend::Cuda | Backend::Hip => false,
+        Backend::Cuda => cfg!(feature = "cuda"),
+        Backend::Hip => false,
     }
 }
 
@@ -60,6 +66,12 @@ pub fn discover(backend: Backend) -> Discovery {
         Backend::OpenCl => {
             let (devices, failures) = crate::backend::opencl::discover();
             found.devices.extend(devices.into_iter().map(AnyDevice::OpenCl));
+            found.unavailable = failures;
+        }
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => {
+            let (devices, failures) = crate::backend::cuda::discover();
+            found.devices.extend(devices.into_iter().map(AnyDevice::Cuda));
             found.unavailable = failures;
         }
         other => found.unavailable.push(Error::new(

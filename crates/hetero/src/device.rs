@@ -19,6 +19,9 @@ use crate::error::{Error, ErrorKind, Result};
 // the enum and its variants' types must be nameable here.
 #[allow(unused_imports)]
 use crate::any::AnyDevice;
+#[cfg(feature = "cuda")]
+#[allow(unused_imports)]
+use crate::backend::cuda::CudaDevice;
 #[cfg(feature = "host")]
 #[allow(unused_imports)]
 use crate::backend::host::HostDevice;

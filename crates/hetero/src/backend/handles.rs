@@ -32,8 +32,13 @@ impl<T> Handles<T> {
 
     /// Stores `value` under a fresh id.
     pub(crate) fn insert(&self, value: T) -> u64 {
+        self.insert_shared(Arc::new(value))
+    }
+
+    /// Stores an object that other ids may share (e.g. a cached module).
+    pub(crate) fn insert_shared(&self, value: Arc<T>) -> u64 {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, Arc::new(value));
+        self.lock().insert(id, value);
         id
     }
 

@@ -1,6 +1,8 @@
 //! The backends, one folder each with the same file names. Vendor crates
 //! and FFI appear only below this module.
 
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub(crate) mod handles;
 #[cfg(feature = "host")]
 pub mod host;

@@ -1,0 +1,86 @@
+//! The CUDA backend (feature `cuda`), through `cudarc`'s driver API and NVRTC.
+//!
+//! `libcuda.so` and `libnvrtc.so` are loaded at run time; their absence is
+//! an [`crate::ErrorKind::Unavailable`] error, checked before any call
+//! (cudarc panics on a missing library). Each device works in its primary
+//! context; kernels are compiled by NVRTC for the device's architecture and
+//! cached per device.
+
+mod device;
+mod error;
+mod event;
+mod memory;
+mod module;
+mod stream;
+
+pub use device::CudaDevice;
+
+use crate::error::{Error, ErrorKind};
+
+/// The file names cudarc tries for `lib`, without repeats.
+fn searched(lib: &str) -> String {
+    let mut names = cudarc::get_lib_name_candidates(lib);
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    names.join(", ")
+}
+
+/// Every CUDA device, or why there is none.
+pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
+    let unavailable = |call, message: String| (Vec::new(), vec![error::error(call, ErrorKind::Unavailable, message)]);
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return unavailable(
+            "load libcuda",
+            format!(
+                "the NVIDIA driver library is not installed or not on the library path (searched: {})",
+                searched("cuda")
+            ),
+        );
+    }
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return unavailable(
+            "load libnvrtc",
+            format!(
+                "NVRTC (the CUDA run-time compiler, from the CUDA toolkit or the nvidia-cuda-nvrtc wheel) is not on the library path (searched: {})",
+                searched("nvrtc")
+            ),
+        );
+    }
+    // cudarc panics if the driver lacks a symbol it binds (an old driver):
+    // report that as unavailable instead of crashing.
+    let found = std::panic::catch_unwind(|| {
+        // SAFETY: the library is present; cuInit may be called any number of times.
+        error::check("cuInit", unsafe { cudarc::driver::sys::cuInit(0) })?;
+        let mut count = 0;
+        // SAFETY: count is a valid out-pointer.
+        error::check("cuDeviceGetCount", unsafe { cudarc::driver::sys::cuDeviceGetCount(&mut count) })?;
+        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(CudaDevice::new).collect::<Vec<_>>())
+    });
+    match found {
+        Ok(Ok(results)) => {
+            let mut devices = Vec::new();
+            let mut failures = Vec::new();
+            for result in results {
+                match result {
+                    Ok(d) => devices.push(d),
+                    Err(e) => failures.push(e),
+                }
+            }
+            (devices, failures)
+        }
+        Ok(Err(mut e)) => {
+            e.kind = ErrorKind::Unavailable;
+            (Vec::new(), vec![e])
+        }
+        Err(panic) => {
+            let why =
+                panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+            unavailable(
+                "cuInit",
+                format!("the CUDA driver could not be used: {}", why.unwrap_or_else(|| "unknown failure".into())),
+            )
+        }
+    }
+}
