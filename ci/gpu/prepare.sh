@@ -12,6 +12,9 @@ mkdir -p "$out/bin" "$out/deb"
 
 cargo build --release --all-features -p conformance --bin conform
 cp target/release/conform "$out/bin/"
+# A step-by-step smoke test that shows where a new machine fails or hangs.
+cargo build --release --all-features -p hetero --example probe
+cp target/release/examples/probe "$out/bin/"
 
 # Test binaries: the API semantics tests (the same bodies CI runs on host
 # and PoCL) and the sticky-fault test (its own process).

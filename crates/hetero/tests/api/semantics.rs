@@ -72,6 +72,9 @@ pub fn gated_two_stream_chain(ctx: &Context, seed: u64) {
     let gate = Arc::new(ctx.user_event().unwrap());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut x = ctx.alloc::<u32>(256).unwrap();
+    // Allocate before the gate closes: on CUDA, page-locked allocation
+    // waits for every stream, including the one the gate holds.
+    let mut result = ctx.alloc_pinned::<u32>(256).unwrap();
     let mut expect = 3u32;
     streams[0].fill(&mut x, expect).unwrap();
     streams[0].wait(&*gate).unwrap();
@@ -85,7 +88,6 @@ pub fn gated_two_stream_chain(ctx: &Context, seed: u64) {
             expect = expect.wrapping_sub(1);
         }
     }
-    let mut result = ctx.alloc_pinned::<u32>(256).unwrap();
     streams[1].copy(&x, &mut result).unwrap();
     assert!(!streams[1].query().unwrap(), "work behind a closed gate reported complete");
     gate.complete().unwrap();

@@ -19,6 +19,9 @@ use crate::device::{
 };
 use crate::error::{Error, ErrorKind, Result};
 
+/// Built modules by device and source, for the whole process.
+type ModuleCache = HashMap<(sys::CUdevice, String), Arc<CuModule>>;
+
 /// A CUDA device. Every call makes its primary context current on the
 /// calling thread first. After a sticky error (a faulting kernel) every
 /// call returns that error: the context cannot be trusted any more.
@@ -28,8 +31,9 @@ pub struct CudaDevice {
     context: sys::CUcontext,
     /// `sm_XY` of the device, for NVRTC.
     arch: String,
+    /// The stream of the stream-ordered allocator, where the device has memory pools.
+    pool_stream: Option<CuStream>,
     poisoned: Mutex<Option<Error>>,
-    module_cache: Mutex<HashMap<String, Arc<CuModule>>>,
     /// Gate words of destroyed user events, freed when the device is dropped.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
     streams: Handles<CuStream>,
@@ -108,13 +112,20 @@ impl CudaDevice {
         let mut context: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: context is a valid out-pointer; released in Drop.
         check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
+        // SAFETY: the primary context was just retained.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(context) })?;
+        let pool_stream = if attribute(device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0 {
+            Some(CuStream::new(StreamFlags { non_blocking: true, priority: 0 })?)
+        } else {
+            None
+        };
         Ok(Self {
             info,
             device,
             context,
             arch: format!("sm_{major}{minor}"),
+            pool_stream,
             poisoned: Mutex::new(None),
-            module_cache: Mutex::new(HashMap::new()),
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(Backend::Cuda, "stream"),
             events: Handles::new(Backend::Cuda, "event"),
@@ -176,6 +187,9 @@ impl Drop for CudaDevice {
             for gate in self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
                 // SAFETY: allocated by cuMemHostAlloc, open, and no longer read.
                 let _ = unsafe { sys::cuMemFreeHost(gate.as_ptr().cast()) };
+            }
+            if let Some(stream) = self.pool_stream.take() {
+                let _ = stream.destroy();
             }
         }
         // SAFETY: retained in new, released once.
@@ -332,7 +346,7 @@ impl Device for CudaDevice {
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
         self.enter()?;
-        Ok(AllocId(self.allocs.insert(CuMemory::device(bytes)?)))
+        Ok(AllocId(self.allocs.insert(CuMemory::device(bytes, self.pool_stream.as_ref().map(|s| s.0))?)))
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
@@ -358,7 +372,7 @@ impl Device for CudaDevice {
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         let mem = self.allocs.remove("free", alloc.0)?;
         self.enter()?;
-        mem.free()
+        mem.free(self.pool_stream.as_ref().map(|s| s.0))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
@@ -418,12 +432,25 @@ impl Device for CudaDevice {
 
     fn build_module(&self, source: &str) -> Result<ModuleId> {
         self.enter()?;
-        let mut cache = self.module_cache.lock().unwrap_or_else(PoisonError::into_inner);
-        let module = match cache.get(source) {
+        // Modules live in the primary context, shared by every CudaDevice of
+        // this ordinal, so one cache serves the whole process; it keeps the
+        // context retained so cached modules stay valid.
+        static CACHE: Mutex<Option<ModuleCache>> = Mutex::new(None);
+        let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        let cache = guard.get_or_insert_with(HashMap::new);
+        let key = (self.device, source.to_string());
+        let module = match cache.get(&key) {
             Some(module) => Arc::clone(module),
             None => {
                 let module = Arc::new(module::load(&module::compile(source, &self.arch)?)?);
-                cache.insert(source.to_string(), Arc::clone(&module));
+                if !cache.keys().any(|(d, _)| *d == self.device) {
+                    let mut context: sys::CUcontext = std::ptr::null_mut();
+                    // SAFETY: context is a valid out-pointer; this retain is never released.
+                    check("cuDevicePrimaryCtxRetain", unsafe {
+                        sys::cuDevicePrimaryCtxRetain(&mut context, self.device)
+                    })?;
+                }
+                cache.insert(key, Arc::clone(&module));
                 module
             }
         };

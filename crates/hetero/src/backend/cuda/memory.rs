@@ -1,4 +1,11 @@
-//! Device memory (`cuMemAlloc`) and page-locked host memory (`cuMemHostAlloc`).
+//! Device memory and page-locked host memory.
+//!
+//! Device memory comes from the stream-ordered allocator
+//! (`cuMemAllocAsync`/`cuMemFreeAsync` on the device's internal allocator
+//! stream) where the device supports memory pools: unlike `cuMemFree`, it
+//! never waits for the whole context to go idle, which would deadlock
+//! against a stream held by a user event. Page-locked host memory is
+//! `cuMemHostAlloc`/`cuMemFreeHost`, which may still wait for the context.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -9,6 +16,7 @@ use super::error::{check, error};
 use crate::error::{ErrorKind, Result};
 
 /// Where an allocation lives.
+#[derive(Clone, Copy)]
 pub(super) enum Place {
     /// Device memory at this address.
     Device(sys::CUdeviceptr),
@@ -31,11 +39,21 @@ unsafe impl Send for CuMemory {}
 unsafe impl Sync for CuMemory {}
 
 impl CuMemory {
-    /// `size` bytes of device memory. The context must be current.
-    pub(super) fn device(size: usize) -> Result<Self> {
+    /// `size` bytes of device memory, ready for every stream when this
+    /// returns. `pool_stream` is the allocator stream, or `None` where the
+    /// device has no memory pools. The context must be current.
+    pub(super) fn device(size: usize, pool_stream: Option<sys::CUstream>) -> Result<Self> {
         let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: ptr is a valid out-pointer; the size is non-zero.
-        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, size.max(1)) })?;
+        match pool_stream {
+            Some(stream) => {
+                // SAFETY: ptr is a valid out-pointer; the stream is live; the size is non-zero.
+                check("cuMemAllocAsync", unsafe { sys::cuMemAllocAsync(&mut ptr, size.max(1), stream) })?;
+                // SAFETY: the allocator stream only holds allocations and frees.
+                check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })?;
+            }
+            // SAFETY: ptr is a valid out-pointer; the size is non-zero.
+            None => check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, size.max(1)) })?,
+        }
         Ok(Self { place: Place::Device(ptr), size })
     }
 
@@ -61,13 +79,16 @@ impl CuMemory {
         }
     }
 
-    /// Releases the allocation. The context must be current and no queued work may use it.
-    pub(super) fn free(&self) -> Result<()> {
-        match self.place {
-            // SAFETY: allocated by cuMemAlloc and freed once (the handle was removed from its table).
-            Place::Device(ptr) => check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) }),
+    /// Releases the allocation, through `pool_stream` if it came from the
+    /// pool. The context must be current and no queued work may use it.
+    pub(super) fn free(&self, pool_stream: Option<sys::CUstream>) -> Result<()> {
+        match (self.place, pool_stream) {
+            // SAFETY: allocated by cuMemAllocAsync and freed once (the handle was removed from its table).
+            (Place::Device(ptr), Some(stream)) => check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr, stream) }),
+            // SAFETY: allocated by cuMemAlloc and freed once.
+            (Place::Device(ptr), None) => check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) }),
             // SAFETY: allocated by cuMemHostAlloc and freed once.
-            Place::Pinned(ptr) => check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(ptr.as_ptr().cast()) }),
+            (Place::Pinned(ptr), _) => check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(ptr.as_ptr().cast()) }),
         }
     }
 }
