@@ -31,27 +31,29 @@ if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
 export OCL_ICD_VENDORS="$work/icd"
 echo "OpenCL driver: ${driver:-not found}"
 
+# Every step has a time limit (exit 124 when it ran out), so one hang
+# cannot take the whole call.
 status=0
-echo "== API semantics tests (required: host,${backends})"
-# One test at a time: on CUDA, a stream held by a test's gate (user event)
-# makes other threads' page-locked allocations wait for it.
-HETERO_REQUIRE="host,${backends}" "$bin/test-api" --test-threads=1
-api=$?
-echo "== sticky-fault test (required: ${backends}; skips backends it does not cover)"
-HETERO_REQUIRE="${backends}" "$bin/test-sticky_fault" --nocapture
-fault=$?
-[ $api -eq 0 ] && [ $fault -eq 0 ] || status=1
-
 declare -A verdict
 for backend in ${backends//,/ }; do
   for size in ${sizes//,/ }; do
     echo "== conform --backend $backend --size $size"
-    "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json"
+    timeout 240 "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json"
     code=$?
     verdict[$backend-$size]=$code
     [ $code -eq 0 ] || status=1
   done
 done
+
+echo "== API semantics tests (required: host,${backends})"
+# One test at a time: on CUDA, a stream held by a test's gate (user event)
+# makes other threads' page-locked allocations wait for it.
+HETERO_REQUIRE="host,${backends}" timeout 300 "$bin/test-api" --test-threads=1
+api=$?
+echo "== sticky-fault test (required: ${backends}; skips backends it does not cover)"
+HETERO_REQUIRE="${backends}" timeout 60 "$bin/test-sticky_fault" --nocapture
+fault=$?
+[ $api -eq 0 ] && [ $fault -eq 0 ] || status=1
 
 echo "== summary (conform exit status: 0 pass, 1 fail, 2 cannot run)"
 printf '%-10s %-8s %s\n' backend size exit
