@@ -3,6 +3,7 @@
 # prepared .gpu/ here and the device call carried it:
 #
 #   bash ci/gpu/run.sh opencl small,medium,large
+#   bash ci/gpu/run.sh cuda none          # tests only
 #
 # For each backend and size it runs `conform` and writes
 # $OUT/<backend>-<size>.json; it also runs the API semantics tests and the
@@ -11,6 +12,7 @@
 set -uo pipefail
 backends=${1:-opencl}
 sizes=${2:-small,medium,large}
+[ "$sizes" = none ] && sizes=""
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
 bin=.gpu/bin

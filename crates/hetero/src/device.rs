@@ -278,6 +278,10 @@ pub trait Device: Send + Sync + 'static {
     unsafe fn free(&self, alloc: AllocId) -> Result<()>;
 
     /// Enqueues a copy of `dst.len` bytes from host memory at `src` into `dst`.
+    /// With pinned memory ([`Device::alloc_pinned`]) the call returns at once;
+    /// with pageable memory a backend may block until the stream has run the
+    /// copy (CUDA stages pageable copies synchronously), so never copy from
+    /// pageable memory on a stream that waits for something the host has yet to do.
     ///
     /// # Safety
     /// `src` must be valid for reads of `dst.len` bytes until the copy has

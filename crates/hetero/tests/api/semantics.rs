@@ -95,7 +95,9 @@ pub fn gated_two_stream_chain(ctx: &Context, seed: u64) {
 }
 
 /// The raw Device API: a copy on stream B ordered after a copy on stream A
-/// only by `stream_wait_event`, while A is held by a gate.
+/// only by `stream_wait_event`, while A is held by a gate. Host memory is
+/// pinned: a copy from pageable memory may block the host until the stream
+/// runs it (CUDA stages it synchronously), and the gate would never open.
 pub fn raw_event_wait_orders_streams(ctx: &Context) {
     let dev = ctx.device();
     let flags = StreamFlags { non_blocking: true, priority: 0 };
@@ -103,27 +105,34 @@ pub fn raw_event_wait_orders_streams(ctx: &Context) {
     let gate = dev.create_user_event().unwrap();
     let done = dev.create_event().unwrap();
     let alloc = dev.alloc_device(64).unwrap();
-    let src: Vec<u8> = (0..64).collect();
-    let mut dst = vec![0u8; 64];
+    let (src, dst) = (dev.alloc_pinned(64).unwrap(), dev.alloc_pinned(64).unwrap());
+    let (src_ptr, dst_ptr) = (dev.pinned_ptr(src).unwrap().as_ptr(), dev.pinned_ptr(dst).unwrap().as_ptr());
+    let pattern: Vec<u8> = (0..64).collect();
+    // SAFETY: src is a live 64-byte pinned allocation that no work uses yet.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), src_ptr, 64) };
     let range = DeviceRange { alloc, offset: 0, len: 64 };
     dev.stream_wait_event(a, gate).unwrap();
-    // SAFETY: src and dst outlive the synchronisations below.
-    unsafe { dev.copy_h2d(src.as_ptr(), range, a).unwrap() };
+    // SAFETY: both pinned allocations outlive the synchronisations below.
+    unsafe { dev.copy_h2d(src_ptr, range, a).unwrap() };
     dev.record_event(done, a).unwrap();
     dev.stream_wait_event(b, done).unwrap();
     // SAFETY: as above.
-    unsafe { dev.copy_d2h(range, dst.as_mut_ptr(), b).unwrap() };
+    unsafe { dev.copy_d2h(range, dst_ptr, b).unwrap() };
     assert!(!dev.query_event(done).unwrap());
     assert!(!dev.query_stream(b).unwrap(), "stream B ran ahead of the event it waits on");
     dev.complete_user_event(gate).unwrap();
     dev.synchronize_stream(b).unwrap();
     dev.synchronize_stream(a).unwrap();
-    assert_eq!(dst, src);
+    // SAFETY: both streams are synchronised; nothing writes dst any more.
+    let copied = unsafe { std::slice::from_raw_parts(dst_ptr, 64) };
+    assert_eq!(copied, pattern.as_slice());
     for e in [gate, done] {
         dev.destroy_event(e).unwrap();
     }
-    // SAFETY: both streams are synchronised; nothing uses the allocation.
-    unsafe { dev.free(alloc).unwrap() };
+    for alloc in [alloc, src, dst] {
+        // SAFETY: both streams are synchronised; nothing uses the allocations.
+        unsafe { dev.free(alloc).unwrap() };
+    }
     dev.destroy_stream(a).unwrap();
     dev.destroy_stream(b).unwrap();
 }
