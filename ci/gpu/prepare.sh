@@ -31,4 +31,11 @@ done
 # An OpenCL ICD loader: the GPU machine has NVIDIA's OpenCL driver but no loader.
 (cd "$out/deb" && apt-get download -q ocl-icd-libopencl1 >/dev/null)
 
+# What the HIP-on-NVIDIA harness builds against (ci/hip-nvidia/).
+cargo xtask hip-inputs "$out/hip"
+
+# Symbols are not needed there; the carried folder must stay small.
+strip "$out"/bin/*
+du -sh "$out"
+
 ls -l "$out/bin" "$out/deb"

@@ -33,6 +33,13 @@ if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
 export OCL_ICD_VENDORS="$work/icd"
 echo "OpenCL driver: ${driver:-not found}"
 
+# HIP: build the HIP-on-NVIDIA harness and point the hip backend at it.
+case ",$backends," in
+  *,hip,*)
+    bash ci/hip-nvidia/build.sh .gpu/hip "$work/rocm" && export ROCM_PATH="$work/rocm"
+    ;;
+esac
+
 # Every step has a time limit (exit 124 when it ran out), so one hang
 # cannot take the whole call.
 status=0
@@ -48,8 +55,8 @@ for backend in ${backends//,/ }; do
 done
 
 echo "== API semantics tests (required: host,${backends})"
-# One test at a time: on CUDA, a stream held by a test's gate (user event)
-# makes other threads' page-locked allocations wait for it.
+# One test at a time: on CUDA (and HIP on NVIDIA), a stream held by a
+# test's gate (user event) makes other threads' page-locked allocations wait for it.
 HETERO_REQUIRE="host,${backends}" timeout 300 "$bin/test-api" --test-threads=1
 api=$?
 echo "== sticky-fault test (required: ${backends}; skips backends it does not cover)"

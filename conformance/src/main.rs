@@ -160,8 +160,7 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
             _ if !found.devices.is_empty() => {
                 format!("{backend} has {} device(s); --device {} does not exist", found.devices.len(), cli.device)
             }
-            Some(e) if !hetero::is_compiled(backend) => e.to_string(),
-            Some(e) => format!("{e}{}", hint(backend)),
+            Some(e) => e.to_string(),
             None => format!("{backend} reports no device"),
         };
         if required {
@@ -173,14 +172,4 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
         return Err(CannotRun("no backend is available".to_string()));
     }
     Ok((contexts, unavailable))
-}
-
-/// How to get a backend's runtime, appended to its error.
-fn hint(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Host => "",
-        Backend::OpenCl => "; install an OpenCL driver (e.g. `apt-get install pocl-opencl-icd`) and an ICD loader",
-        Backend::Cuda => "; needs an NVIDIA driver (libcuda.so) and NVRTC (libnvrtc.so) from the CUDA toolkit",
-        Backend::Hip => "; needs ROCm's libamdhip64.so and libhiprtc.so (set ROCM_PATH)",
-    }
 }

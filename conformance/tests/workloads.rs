@@ -31,7 +31,7 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 #[case::pull(Workload::Pull, &["streams-1", "streams-4"])]
 #[case::wave(Workload::Wave, &["sync", "stream-sync", "event-sync"])]
 fn every_variant_passes(
-    #[values(Backend::Host, Backend::OpenCl, Backend::Cuda)] backend: Backend,
+    #[values(Backend::Host, Backend::OpenCl, Backend::Cuda, Backend::Hip)] backend: Backend,
     #[case] workload: Workload,
     #[case] variants: &[&str],
 ) {

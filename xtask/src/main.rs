@@ -2,8 +2,13 @@
 //!
 //! - `conform [ARGS]`: builds the `conform` binary with the cargo features
 //!   of the requested backends and runs it with `ARGS` (see `conform --help`).
+//! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
+//!   test harness builds against (`ci/hip-nvidia/`).
 
 mod conform;
+mod hip_inputs;
+
+use std::path::PathBuf;
 
 use std::process::ExitCode;
 
@@ -27,10 +32,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Fetch the inputs of the HIP-on-NVIDIA harness (needs apt-get and pip).
+    HipInputs {
+        /// Where to put them (default .gpu/hip).
+        dir: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Conform { args } => conform::run(&args),
+        Command::HipInputs { dir } => hip_inputs::run_command(dir),
     }
 }

@@ -5,6 +5,8 @@ use enum_dispatch::enum_dispatch;
 
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::CudaDevice;
+#[cfg(feature = "hip")]
+use crate::backend::hip::HipDevice;
 #[cfg(feature = "host")]
 use crate::backend::host::HostDevice;
 #[cfg(feature = "opencl")]
@@ -27,6 +29,9 @@ pub enum AnyDevice {
     /// A CUDA device.
     #[cfg(feature = "cuda")]
     Cuda(CudaDevice),
+    /// A HIP device.
+    #[cfg(feature = "hip")]
+    Hip(HipDevice),
 }
 
 /// Backends compiled into this build, in [`Backend::ALL`] order.
@@ -40,7 +45,7 @@ pub fn is_compiled(backend: Backend) -> bool {
         Backend::Host => cfg!(feature = "host"),
         Backend::OpenCl => cfg!(feature = "opencl"),
         Backend::Cuda => cfg!(feature = "cuda"),
-        Backend::Hip => false,
+        Backend::Hip => cfg!(feature = "hip"),
     }
 }
 
@@ -74,6 +79,13 @@ pub fn discover(backend: Backend) -> Discovery {
             found.devices.extend(devices.into_iter().map(AnyDevice::Cuda));
             found.unavailable = failures;
         }
+        #[cfg(feature = "hip")]
+        Backend::Hip => {
+            let (devices, failures) = crate::backend::hip::discover();
+            found.devices.extend(devices.into_iter().map(AnyDevice::Hip));
+            found.unavailable = failures;
+        }
+        #[allow(unreachable_patterns)] // reachable when a backend feature is off
         other => found.unavailable.push(Error::new(
             other,
             "discover",

@@ -22,6 +22,9 @@ use crate::any::AnyDevice;
 #[cfg(feature = "cuda")]
 #[allow(unused_imports)]
 use crate::backend::cuda::CudaDevice;
+#[cfg(feature = "hip")]
+#[allow(unused_imports)]
+use crate::backend::hip::HipDevice;
 #[cfg(feature = "host")]
 #[allow(unused_imports)]
 use crate::backend::host::HostDevice;

@@ -35,7 +35,7 @@
 //! # }
 //! ```
 
-#[cfg(not(any(feature = "host", feature = "opencl", feature = "cuda")))]
+#[cfg(not(any(feature = "host", feature = "opencl", feature = "cuda", feature = "hip")))]
 compile_error!("hetero needs at least one backend feature: host, opencl, cuda or hip");
 
 mod any;

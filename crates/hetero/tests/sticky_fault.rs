@@ -11,7 +11,7 @@ use rstest::rstest;
 /// An out-of-bounds kernel makes the device report the fault from every
 /// later call, instead of returning garbage.
 #[rstest]
-fn faulting_kernel_poisons_the_device(#[values(Backend::Cuda)] backend: Backend) {
+fn faulting_kernel_poisons_the_device(#[values(Backend::Cuda, Backend::Hip)] backend: Backend) {
     let ctx = match context(backend) {
         Ok(Availability::Ready(ctx)) => ctx,
         Ok(Availability::Skipped(reason)) => return println!("skipped: {reason}"),

@@ -4,6 +4,8 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub(crate) mod handles;
+#[cfg(feature = "hip")]
+pub mod hip;
 #[cfg(feature = "host")]
 pub mod host;
 #[cfg(feature = "opencl")]

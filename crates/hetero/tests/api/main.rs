@@ -78,3 +78,4 @@ macro_rules! backend_tests {
 backend_tests!(host, hetero::Backend::Host);
 backend_tests!(opencl, hetero::Backend::OpenCl);
 backend_tests!(cuda, hetero::Backend::Cuda);
+backend_tests!(hip, hetero::Backend::Hip);

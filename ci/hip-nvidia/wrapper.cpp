@@ -1,0 +1,142 @@
+// HIP on NVIDIA GPUs, as a shared library that the hip backend can load.
+//
+// HIP's NVIDIA-platform headers define every HIP call as a `static inline`
+// function over the CUDA runtime, driver API and NVRTC. This file gives
+// each HIP and hiprtc function that hetero's hip backend binds an exported
+// `extern "C"` wrapper named `hetero_<name>`; build.sh links the library
+// with `--defsym=<name>=hetero_<name>` so it exports the HIP names, and
+// installs it as both libamdhip64.so and libhiprtc.so. A test harness: on
+// AMD GPUs the backend loads ROCm's own libraries.
+//
+// Two translations are needed because the backend's bindings come from a
+// newer HIP than these headers: device attribute numbers (the bindings'
+// `hipDeviceAttribute_t` values are mapped by name below), and the driver's
+// context, which the CUDA runtime creates lazily but the driver API calls
+// (module load, launch, stream memory operations) need.
+#include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+// The v2 entry point of the CUDA 12+ driver (the CUDA 11.8 headers only
+// declare v1, which needs stream memory operations enabled in the driver).
+extern "C" CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+// Makes the device's primary context current on this thread, as HIP on
+// AMD does implicitly.
+static hipError_t bind_context() {
+    CUcontext current = nullptr;
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) return hipSuccess;
+    return hipCUDAErrorTohipError(cudaFree(nullptr));
+}
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+EXPORT hipError_t hetero_hipInit(unsigned int flags) { return hipInit(flags); }
+EXPORT hipError_t hetero_hipGetDeviceCount(int* count) { return hipGetDeviceCount(count); }
+EXPORT hipError_t hetero_hipSetDevice(int device) {
+    hipError_t e = hipSetDevice(device);
+    return e == hipSuccess ? bind_context() : e;
+}
+EXPORT hipError_t hetero_hipDeviceGetName(char* name, int len, hipDevice_t device) { return hipDeviceGetName(name, len, device); }
+EXPORT hipError_t hetero_hipDeviceTotalMem(size_t* bytes, hipDevice_t device) { return hipDeviceTotalMem(bytes, device); }
+EXPORT hipError_t hetero_hipDriverGetVersion(int* version) { return hipDriverGetVersion(version); }
+
+// The bindings' attribute numbers (HIP 6) to this header's names.
+EXPORT hipError_t hetero_hipDeviceGetAttribute(int* value, int attribute, int device) {
+    hipDeviceAttribute_t attr;
+    switch (attribute) {
+        case 23: attr = hipDeviceAttributeComputeCapabilityMajor; break;
+        case 26: attr = hipDeviceAttributeMaxBlockDimX; break;
+        case 27: attr = hipDeviceAttributeMaxBlockDimY; break;
+        case 28: attr = hipDeviceAttributeMaxBlockDimZ; break;
+        case 56: attr = hipDeviceAttributeMaxThreadsPerBlock; break;
+        case 61: attr = hipDeviceAttributeComputeCapabilityMinor; break;
+        case 63: attr = hipDeviceAttributeMultiprocessorCount; break;
+        case 74: attr = hipDeviceAttributeMaxSharedMemoryPerBlock; break;
+        case 87: attr = hipDeviceAttributeWarpSize; break;
+        default: return hipErrorInvalidValue;
+    }
+    return hipDeviceGetAttribute(value, attr, device);
+}
+
+EXPORT hipError_t hetero_hipStreamCreateWithPriority(hipStream_t* stream, unsigned int flags, int priority) {
+    return hipStreamCreateWithPriority(stream, flags, priority);
+}
+EXPORT hipError_t hetero_hipStreamDestroy(hipStream_t stream) { return hipStreamDestroy(stream); }
+EXPORT hipError_t hetero_hipStreamSynchronize(hipStream_t stream) { return hipStreamSynchronize(stream); }
+EXPORT hipError_t hetero_hipStreamQuery(hipStream_t stream) { return hipStreamQuery(stream); }
+EXPORT hipError_t hetero_hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
+    return hipStreamWaitEvent(stream, event, flags);
+}
+EXPORT hipError_t hetero_hipStreamWaitValue32(hipStream_t stream, void* ptr, uint32_t value, unsigned int flags, uint32_t) {
+    hipError_t e = bind_context();
+    if (e != hipSuccess) return e;
+    return hipCUResultTohipError(cuStreamWaitValue32_v2((CUstream)stream, (CUdeviceptr)ptr, value, flags));
+}
+
+EXPORT hipError_t hetero_hipEventCreateWithFlags(hipEvent_t* event, unsigned int flags) { return hipEventCreateWithFlags(event, flags); }
+EXPORT hipError_t hetero_hipEventRecord(hipEvent_t event, hipStream_t stream) { return hipEventRecord(event, stream); }
+EXPORT hipError_t hetero_hipEventQuery(hipEvent_t event) { return hipEventQuery(event); }
+EXPORT hipError_t hetero_hipEventSynchronize(hipEvent_t event) { return hipEventSynchronize(event); }
+EXPORT hipError_t hetero_hipEventElapsedTime(float* ms, hipEvent_t start, hipEvent_t stop) { return hipEventElapsedTime(ms, start, stop); }
+EXPORT hipError_t hetero_hipEventDestroy(hipEvent_t event) { return hipEventDestroy(event); }
+
+EXPORT hipError_t hetero_hipMallocAsync(void** ptr, size_t size, hipStream_t stream) { return hipMallocAsync(ptr, size, stream); }
+EXPORT hipError_t hetero_hipFreeAsync(void* ptr, hipStream_t stream) { return hipFreeAsync(ptr, stream); }
+EXPORT hipError_t hetero_hipMalloc(void** ptr, size_t size) { return hipMalloc(ptr, size); }
+EXPORT hipError_t hetero_hipFree(void* ptr) { return hipFree(ptr); }
+EXPORT hipError_t hetero_hipHostMalloc(void** ptr, size_t size, unsigned int flags) { return hipHostMalloc(ptr, size, flags); }
+EXPORT hipError_t hetero_hipHostFree(void* ptr) { return hipHostFree(ptr); }
+EXPORT hipError_t hetero_hipHostGetDevicePointer(void** device, void* host, unsigned int flags) {
+    return hipHostGetDevicePointer(device, host, flags);
+}
+EXPORT hipError_t hetero_hipMemcpyHtoDAsync(hipDeviceptr_t dst, void* src, size_t bytes, hipStream_t stream) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipMemcpyHtoDAsync(dst, src, bytes, stream) : e;
+}
+EXPORT hipError_t hetero_hipMemcpyDtoHAsync(void* dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipMemcpyDtoHAsync(dst, src, bytes, stream) : e;
+}
+EXPORT hipError_t hetero_hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipMemcpyDtoDAsync(dst, src, bytes, stream) : e;
+}
+EXPORT hipError_t hetero_hipMemsetD32Async(hipDeviceptr_t dst, int value, size_t count, hipStream_t stream) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipMemsetD32Async(dst, value, count, stream) : e;
+}
+
+EXPORT hipError_t hetero_hipModuleLoadData(hipModule_t* module, const void* image) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipModuleLoadData(module, image) : e;
+}
+EXPORT hipError_t hetero_hipModuleGetFunction(hipFunction_t* function, hipModule_t module, const char* name) {
+    return hipModuleGetFunction(function, module, name);
+}
+EXPORT hipError_t hetero_hipFuncGetAttribute(int* value, int attribute, hipFunction_t function) {
+    return hipCUResultTohipError(cuFuncGetAttribute(value, (CUfunction_attribute)attribute, function));
+}
+EXPORT hipError_t hetero_hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                               unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                               hipStream_t stream, void** params, void** extra) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) : e;
+}
+EXPORT const char* hetero_hipGetErrorName(hipError_t e) { return hipGetErrorName(e); }
+EXPORT const char* hetero_hipGetErrorString(hipError_t e) { return hipGetErrorString(e); }
+
+EXPORT hiprtcResult hetero_hiprtcCreateProgram(hiprtcProgram* prog, const char* src, const char* name, int headers,
+                                               const char** sources, const char** names) {
+    return hiprtcCreateProgram(prog, src, name, headers, sources, names);
+}
+EXPORT hiprtcResult hetero_hiprtcCompileProgram(hiprtcProgram prog, int count, const char** options) {
+    return hiprtcCompileProgram(prog, count, options);
+}
+EXPORT hiprtcResult hetero_hiprtcGetProgramLogSize(hiprtcProgram prog, size_t* size) { return hiprtcGetProgramLogSize(prog, size); }
+EXPORT hiprtcResult hetero_hiprtcGetProgramLog(hiprtcProgram prog, char* log) { return hiprtcGetProgramLog(prog, log); }
+EXPORT hiprtcResult hetero_hiprtcGetCodeSize(hiprtcProgram prog, size_t* size) { return hiprtcGetCodeSize(prog, size); }
+EXPORT hiprtcResult hetero_hiprtcGetCode(hiprtcProgram prog, char* code) { return hiprtcGetCode(prog, code); }
+EXPORT hiprtcResult hetero_hiprtcDestroyProgram(hiprtcProgram* prog) { return hiprtcDestroyProgram(prog); }
+EXPORT const char* hetero_hiprtcGetErrorString(hiprtcResult result) { return hiprtcGetErrorString(result); }

@@ -1,0 +1,76 @@
+//! The HIP backend (feature `hip`), through `cubecl-hip-sys`.
+//!
+//! ROCm's `libamdhip64.so` and `libhiprtc.so` are loaded at run time, from
+//! `$ROCM_PATH/lib`, `$HIP_PATH/lib` or the library path; their absence is
+//! an [`crate::ErrorKind::Unavailable`] error, checked with
+//! `cubecl_hip_sys::is_available()` before any call (a missing library or
+//! symbol panics inside the bindings). Nothing here assumes NVIDIA
+//! behaviour: the wavefront size is read from the device. On NVIDIA GPUs
+//! the same code runs through HIP's NVIDIA-platform headers (see
+//! `ci/hip-nvidia/`), where hiprtc returns PTX instead of a code object.
+
+mod device;
+mod error;
+mod event;
+mod memory;
+mod module;
+mod stream;
+
+pub use device::HipDevice;
+
+use cubecl_hip_sys as hip;
+
+use crate::error::{Error, ErrorKind};
+
+/// Every HIP device, or why there is none.
+pub(crate) fn discover() -> (Vec<HipDevice>, Vec<Error>) {
+    let unavailable = |call, message: String| (Vec::new(), vec![error::error(call, ErrorKind::Unavailable, message)]);
+    if !hip::is_available() {
+        let roots: Vec<String> = ["ROCM_PATH", "HIP_PATH"]
+            .iter()
+            .map(|v| format!("{v}={}", std::env::var(v).unwrap_or_else(|_| "(unset)".to_string())))
+            .collect();
+        return unavailable(
+            "load libamdhip64",
+            format!(
+                "ROCm's libamdhip64.so and libhiprtc.so were not found in $ROCM_PATH/lib, $HIP_PATH/lib or the library path ({}); install ROCm or set ROCM_PATH",
+                roots.join(", ")
+            ),
+        );
+    }
+    // The bindings panic on a missing symbol (an old or partial runtime):
+    // report that as unavailable instead of crashing.
+    let found = std::panic::catch_unwind(|| {
+        // SAFETY: the libraries are loaded; hipInit may be called any number of times.
+        error::check("hipInit", unsafe { hip::hipInit(0) })?;
+        let mut count = 0;
+        // SAFETY: count is a valid out-pointer.
+        error::check("hipGetDeviceCount", unsafe { hip::hipGetDeviceCount(&mut count) })?;
+        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(HipDevice::new).collect::<Vec<_>>())
+    });
+    match found {
+        Ok(Ok(results)) => {
+            let mut devices = Vec::new();
+            let mut failures = Vec::new();
+            for result in results {
+                match result {
+                    Ok(d) => devices.push(d),
+                    Err(e) => failures.push(e),
+                }
+            }
+            (devices, failures)
+        }
+        Ok(Err(mut e)) => {
+            e.kind = ErrorKind::Unavailable;
+            (Vec::new(), vec![e])
+        }
+        Err(panic) => {
+            let why =
+                panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
+            unavailable(
+                "hipInit",
+                format!("the HIP runtime could not be used: {}", why.unwrap_or_else(|| "unknown failure".into())),
+            )
+        }
+    }
+}
