@@ -41,7 +41,15 @@ case ",$backends," in
 esac
 
 # Every step has a time limit (exit 124 when it ran out), so one hang
-# cannot take the whole call.
+# cannot take the whole call. The step-by-step probe goes first: a backend
+# that cannot pass it would only fail (or hang) in everything after it.
+echo "== probe ${backends//,/ }"
+timeout 90 "$bin/probe" ${backends//,/ }
+probe=$?
+if [ $probe -ne 0 ]; then
+  echo "probe failed (exit $probe): stopping before the conformance runs"
+  exit 1
+fi
 status=0
 declare -A verdict
 for backend in ${backends//,/ }; do
