@@ -1,6 +1,7 @@
-//! A faulting kernel on a GPU backend. Its own test binary (its own
-//! process): after a sticky error the device's context is unusable for the
-//! rest of the process, which would break tests running beside it.
+//! A faulting kernel on a GPU backend. Its own test binary, run once per
+//! backend (`... Backend__Cuda`, `... Backend__Hip`): after a sticky error
+//! the device's context is unusable for the rest of the process, which
+//! would break tests running beside it (HIP on NVIDIA shares CUDA's context).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
