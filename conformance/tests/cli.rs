@@ -34,9 +34,9 @@ fn bad_arguments_exit_2_naming_the_value(#[case] args: &[&str], #[case] named: &
 }
 
 #[rstest]
-#[case::cuda("cuda")]
-#[case::hip("hip")]
-fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str) {
+#[case::cuda("cuda", &["libcuda", "searched"])]
+#[case::hip("hip", &["libamdhip64", "libhiprtc", "ROCM_PATH"])]
+fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str, #[case] named: &[&str]) {
     if hetero::backend_devices(backend.parse().unwrap()).is_ok() {
         println!("skipped: the {backend} backend is usable on this machine");
         return;
@@ -46,6 +46,12 @@ fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str) {
     let err = stderr(&out);
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains(backend) && !err.contains("panicked"), "{err}");
+    if hetero::is_compiled(backend.parse().unwrap()) {
+        // The reason says what was looked for, so a user knows what to install.
+        for word in named {
+            assert!(err.contains(word), "`{word}` missing from: {err}");
+        }
+    }
 }
 
 #[test]
