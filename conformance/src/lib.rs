@@ -10,6 +10,8 @@
 pub mod check;
 pub mod dump;
 pub mod inputs;
+pub mod junit;
+pub mod markdown;
 pub mod report;
 pub mod run;
 pub mod table;

@@ -56,6 +56,12 @@ struct Cli {
     /// Write every workload's inputs and outputs as .npy files under this directory.
     #[arg(long, value_name = "DIR")]
     dump: Option<PathBuf>,
+    /// Write the results as JUnit XML to this file (one test case per backend, workload and variant).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write the comparison table as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
 }
 
 /// A request that cannot run: printed, exit status 2.
@@ -78,13 +84,17 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         Some(dir) => Some(Dump::create(dir).map_err(|e| CannotRun(format!("--dump: {e}")))?),
         None => None,
     };
-    let mut json = match &cli.json {
-        Some(path) => Some(
-            std::fs::File::create(path)
-                .map_err(|e| CannotRun(format!("--json: cannot write `{}`: {e}", path.display())))?,
-        ),
-        None => None,
+    let create = |flag: &str, path: &Option<PathBuf>| -> Result<Option<std::fs::File>, CannotRun> {
+        path.as_ref()
+            .map(|p| {
+                std::fs::File::create(p).map_err(|e| CannotRun(format!("{flag}: cannot write `{}`: {e}", p.display())))
+            })
+            .transpose()
     };
+    // Every output file is opened before anything runs, so a bad path costs nothing.
+    let mut json = create("--json", &cli.json)?;
+    let mut junit_file = create("--junit", &cli.junit)?;
+    let mut markdown_file = create("--markdown", &cli.markdown)?;
     let (contexts, unavailable) = select(cli)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump };
     println!(
@@ -128,6 +138,14 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         file.write_all(text.as_bytes())
             .and_then(|()| file.write_all(b"\n"))
             .map_err(|e| CannotRun(format!("--json: cannot write `{}`: {e}", path.display())))?;
+    }
+    if let Some(file) = junit_file.as_mut() {
+        let xml = conformance::junit::render(&report).map_err(|e| CannotRun(format!("--junit: {e}")))?;
+        file.write_all(xml.as_bytes()).map_err(|e| CannotRun(format!("--junit: {e}")))?;
+    }
+    if let Some(file) = markdown_file.as_mut() {
+        file.write_all(conformance::markdown::render(&report).as_bytes())
+            .map_err(|e| CannotRun(format!("--markdown: {e}")))?;
     }
     Ok(report.passed())
 }

@@ -110,3 +110,70 @@ fn host_run_writes_report_and_dump() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+fn report_tool(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_report")).args(args).output().expect("report starts")
+}
+
+/// JUnit, Markdown and JSON of one run, then a merge of two runs into one
+/// comparison table.
+#[test]
+fn junit_markdown_and_merge() {
+    let dir = scratch("outputs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "scan",
+        "--json",
+        &path("a.json"),
+        "--junit",
+        &path("a.xml"),
+        "--markdown",
+        &path("a.md"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let junit = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(path("a.xml")).unwrap()).unwrap();
+    assert_eq!(junit.tests, 2);
+    assert_eq!(junit.failures, 0);
+    assert_eq!(junit.test_suites[0].test_cases[0].name.as_str(), "scan/block-256/small");
+    let md = std::fs::read_to_string(path("a.md")).unwrap();
+    assert!(md.contains("| scan | block-192 | small | pass"), "{md}");
+
+    // A second "node": the same report with its failing twin.
+    let mut other: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path("a.json")).unwrap()).unwrap();
+    other["runs"][0]["backend"] = "opencl".into();
+    other["runs"][0]["results"][1]["passed"] = false.into();
+    std::fs::write(path("b.json"), other.to_string()).unwrap();
+    let merged = report_tool(&[
+        "merge",
+        &path("a.json"),
+        &path("b.json"),
+        "--markdown",
+        &path("m.md"),
+        "--junit",
+        &path("m.xml"),
+    ]);
+    assert_eq!(merged.status.code(), Some(1), "a failed check in any input fails the merge");
+    let md = std::fs::read_to_string(path("m.md")).unwrap();
+    assert!(md.contains("| workload | variant | size | host (") && md.contains(" | opencl ("), "{md}");
+    assert!(md.contains("| scan | block-192 | small | pass") && md.contains("**FAIL**"), "{md}");
+    let junit = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(path("m.xml")).unwrap()).unwrap();
+    assert_eq!((junit.tests, junit.failures), (4, 1));
+
+    other["schema_version"] = 99.into();
+    std::fs::write(path("c.json"), other.to_string()).unwrap();
+    let refused = report_tool(&["merge", &path("a.json"), &path("c.json")]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("schema version 99"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn unwritable_junit_path_exits_2() {
+    let out = conform(&["--backend", "host", "--junit", "/nonexistent-dir/r.xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--junit"), "{}", stderr(&out));
+}

@@ -32,6 +32,22 @@ pub fn run(args: &[String]) -> ExitCode {
     }
 }
 
+/// Builds and runs the `report` tool of the conformance crate with `args`.
+pub fn run_report(args: &[String]) -> ExitCode {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = Command::new(&cargo)
+        .args(["run", "--release", "--quiet", "--package", "conformance", "--bin", "report", "--"])
+        .args(args)
+        .status();
+    match status {
+        Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
+        Err(e) => {
+            eprintln!("cargo xtask report: cannot run cargo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// The value of `--backend` (either `--backend X` or `--backend=X`), default `auto`.
 fn requested_backend(args: &[String]) -> &str {
     let mut iter = args.iter();

@@ -2,6 +2,8 @@
 //!
 //! - `conform [ARGS]`: builds the `conform` binary with the cargo features
 //!   of the requested backends and runs it with `ARGS` (see `conform --help`).
+//! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
+//!   combines reports of different nodes or jobs into one comparison.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
 //!   test harness builds against (`ci/hip-nvidia/`).
 
@@ -32,6 +34,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Combine conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`.
+    #[command(disable_help_flag = true)]
+    Report {
+        /// Arguments for the `report` tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Fetch the inputs of the HIP-on-NVIDIA harness (needs apt-get and pip).
     HipInputs {
         /// Where to put them (default .gpu/hip).
@@ -43,5 +52,6 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Conform { args } => conform::run(&args),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
+        Command::Report { args } => conform::run_report(&args),
     }
 }

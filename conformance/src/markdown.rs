@@ -1,0 +1,118 @@
+//! `--markdown FILE` and merged reports: one comparison table with a row
+//! per workload, variant and size and a column per device run, so runs of
+//! different backends and nodes read side by side.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::report::{Report, ResultRecord};
+
+fn cell(r: &ResultRecord) -> String {
+    let verdict = if r.passed { "pass" } else { "**FAIL**" };
+    let error = match (r.error, r.tolerance) {
+        (Some(e), Some(t)) => format!(" {e:.1e}/{t:.1e}"),
+        _ => String::new(),
+    };
+    let time = r.device_ms.map_or(String::new(), |ms| format!(", {ms:.3} ms"));
+    format!("{verdict}{error}{time}")
+}
+
+/// The Markdown page of `report`: summary, comparison table, overlap figures, notes.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let total: usize = report.runs.iter().map(|r| r.results.len()).sum();
+    let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
+    let _ = writeln!(out, "# hetero conformance\n");
+    let _ = writeln!(
+        out,
+        "{}: {} of {total} checks passed (seed {}, schema {}).\n",
+        if report.passed() { "PASS" } else { "FAIL" },
+        total - failed,
+        report.seed,
+        report.schema_version
+    );
+    // Rows in first-seen order; one column per run.
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut cells: BTreeMap<(usize, usize), String> = BTreeMap::new();
+    for (col, run) in report.runs.iter().enumerate() {
+        for r in &run.results {
+            let key = (r.workload.name().to_string(), r.variant.clone(), r.size.name().to_string());
+            let row = rows.iter().position(|k| *k == key).unwrap_or_else(|| {
+                rows.push(key);
+                rows.len() - 1
+            });
+            cells.insert((row, col), cell(r));
+        }
+    }
+    let headers: Vec<String> = report.runs.iter().map(|r| format!("{} ({})", r.backend, r.device.name)).collect();
+    let _ = writeln!(out, "| workload | variant | size | {} |", headers.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(headers.len()));
+    for (i, (workload, variant, size)) in rows.iter().enumerate() {
+        let row: Vec<String> =
+            (0..report.runs.len()).map(|c| cells.get(&(i, c)).cloned().unwrap_or_else(|| "-".to_string())).collect();
+        let _ = writeln!(out, "| {workload} | {variant} | {size} | {} |", row.join(" | "));
+    }
+    let _ = writeln!(out, "\nCells: result, error/tolerance against the float64 reference, device time.\n");
+    let mut overlap = String::new();
+    for run in &report.runs {
+        for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
+            let m = &r.metrics;
+            let _ = writeln!(
+                overlap,
+                "| {} ({}) | {} | {} | {:.3} | {:.3} | {:.2}x | {:.0}% |",
+                run.backend,
+                run.device.name,
+                r.variant,
+                r.size.name(),
+                m.get("sync_ms").copied().unwrap_or(f64::NAN),
+                r.device_ms.unwrap_or(f64::NAN),
+                m.get("speedup_vs_sync").copied().unwrap_or(f64::NAN),
+                100.0 * m.get("hidden_copy_fraction").copied().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    if !overlap.is_empty() {
+        let _ = writeln!(out, "## Wave: copies overlapped under compute\n");
+        let _ = writeln!(out, "| run | variant | size | sync ms | async ms | speed-up | copy time hidden |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        out += &overlap;
+        out += "\n";
+    }
+    let notes: Vec<String> = report
+        .runs
+        .iter()
+        .flat_map(|run| {
+            run.results.iter().filter_map(move |r| {
+                r.note.as_ref().map(|n| format!("- {} {} {}: {n}", run.backend, r.workload.name(), r.variant))
+            })
+        })
+        .chain(report.unavailable.iter().map(|u| format!("- skipped {}: {}", u.backend, u.reason)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(out, "## Notes\n\n{}", notes.join("\n"));
+    }
+    out
+}
+
+/// Combines reports of one schema version into one, runs side by side.
+pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
+    let mut iter = reports.into_iter();
+    let mut merged = iter.next().ok_or("no report to merge")?;
+    for report in iter {
+        if report.schema_version != merged.schema_version {
+            return Err(format!(
+                "cannot merge schema version {} into {}: rerun conform with one hetero version",
+                report.schema_version, merged.schema_version
+            ));
+        }
+        if report.seed != merged.seed {
+            merged.unavailable.push(crate::report::Unavailable {
+                backend: "-".to_string(),
+                reason: format!("reports used different seeds ({} and {}): inputs differ", merged.seed, report.seed),
+            });
+        }
+        merged.runs.extend(report.runs);
+        merged.unavailable.extend(report.unavailable);
+    }
+    Ok(merged)
+}
