@@ -4,9 +4,11 @@
 //!   of the requested backends and runs it with `ARGS` (see `conform --help`).
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
 //!   combines reports of different nodes or jobs into one comparison.
+//! - `ci-matrix --format github|gitlab`: the CI job matrix of `ci/matrix.json`.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
 //!   test harness builds against (`ci/hip-nvidia/`).
 
+mod ci_matrix;
 mod conform;
 mod hip_inputs;
 
@@ -41,6 +43,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Print the CI job matrix of ci/matrix.json (backend x runner kind).
+    CiMatrix {
+        /// github: JSON for fromJSON; gitlab: a parallel:matrix fragment.
+        #[arg(long, value_enum)]
+        format: ci_matrix::Format,
+    },
     /// Fetch the inputs of the HIP-on-NVIDIA harness (needs apt-get and pip).
     HipInputs {
         /// Where to put them (default .gpu/hip).
@@ -53,5 +61,6 @@ fn main() -> ExitCode {
         Command::Conform { args } => conform::run(&args),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
         Command::Report { args } => conform::run_report(&args),
+        Command::CiMatrix { format } => ci_matrix::run(format),
     }
 }
