@@ -121,7 +121,8 @@ mod tests {
 
     #[test]
     fn github_workflow_parses() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/github/conformance.yml")).unwrap();
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../ci/github/conformance.yml")).unwrap();
         let docs = yaml_rust2::YamlLoader::load_from_str(&text).unwrap();
         assert!(docs[0]["jobs"]["conform"]["strategy"]["matrix"].as_str().is_some_and(|m| m.contains("fromJSON")));
     }
