@@ -17,5 +17,5 @@ pub mod run;
 pub mod table;
 pub mod workloads;
 
-pub use run::{Selection, run_device};
+pub use run::{Baseline, Selection, run_device};
 pub use workloads::{Size, Workload};

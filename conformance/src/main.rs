@@ -105,8 +105,9 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         cli.seed
     );
     let mut runs = Vec::new();
+    let mut baseline = conformance::Baseline::default();
     for ctx in &contexts {
-        let run = run_device(ctx, &selection, |r| {
+        let run = run_device(ctx, &selection, &mut baseline, |r| {
             eprintln!(
                 "  {} {} {}: {}",
                 ctx.info().backend,

@@ -53,6 +53,7 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "| {workload} | {variant} | {size} | {} |", row.join(" | "));
     }
     let _ = writeln!(out, "\nCells: result, error/tolerance against the float64 reference, device time.\n");
+    comparison_table(&mut out, report, &rows, &headers);
     let mut overlap = String::new();
     for run in &report.runs {
         for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
@@ -92,6 +93,40 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "## Notes\n\n{}", notes.join("\n"));
     }
     out
+}
+
+/// Each later run's outputs against the first run's (cross-backend comparison).
+fn comparison_table(out: &mut String, report: &Report, rows: &[(String, String, String)], headers: &[String]) {
+    let compared: Vec<usize> =
+        (0..report.runs.len()).filter(|&c| report.runs[c].results.iter().any(|r| r.comparison.is_some())).collect();
+    let Some(against) = compared
+        .first()
+        .and_then(|&c| report.runs[c].results.iter().find_map(|r| r.comparison.as_ref()))
+        .map(|c| c.against.clone())
+    else {
+        return;
+    };
+    let num = |x: Option<f64>| x.map_or("inf".to_string(), |v| format!("{v:.1e}"));
+    let _ = writeln!(out, "## Backends compared with {against}\n");
+    let _ = writeln!(out, "Largest absolute / relative difference of each output.\n");
+    let names: Vec<&str> = compared.iter().map(|&c| headers[c].as_str()).collect();
+    let _ = writeln!(out, "| workload | variant | size | {} |", names.join(" | "));
+    let _ = writeln!(out, "|---|---|---|{}", "---|".repeat(names.len()));
+    for (workload, variant, size) in rows {
+        let row: Vec<String> = compared
+            .iter()
+            .map(|&c| {
+                report.runs[c]
+                    .results
+                    .iter()
+                    .find(|r| r.workload.name() == workload && &r.variant == variant && r.size.name() == size)
+                    .and_then(|r| r.comparison.as_ref())
+                    .map_or("-".to_string(), |c| format!("{} / {}", num(c.max_abs), num(c.max_rel)))
+            })
+            .collect();
+        let _ = writeln!(out, "| {workload} | {variant} | {size} | {} |", row.join(" | "));
+    }
+    out.push('\n');
 }
 
 /// Combines reports of one schema version into one, runs side by side.

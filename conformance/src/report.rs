@@ -97,6 +97,21 @@ pub struct ResultRecord {
     /// Why it failed, beyond the numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// This result's output against the same variant on the run's first
+    /// device (cross-backend comparison), where there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+/// How far one backend's output is from another's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    /// The run compared against, as `backend (device)`.
+    pub against: String,
+    /// Largest absolute element difference (`null` if not finite).
+    pub max_abs: Option<f64>,
+    /// Largest relative element difference (`null` if not finite).
+    pub max_rel: Option<f64>,
 }
 
 fn finite(x: f64) -> Option<f64> {
@@ -116,6 +131,7 @@ impl ResultRecord {
             device_ms: outcome.device_ms.and_then(finite),
             metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
             note: outcome.note.clone(),
+            comparison: None,
         }
     }
 
@@ -131,6 +147,7 @@ impl ResultRecord {
             device_ms: None,
             metrics: BTreeMap::new(),
             note: Some(reason),
+            comparison: None,
         }
     }
 }

@@ -2,9 +2,11 @@
 
 use hetero::Context;
 
+use std::collections::HashMap;
+
 use crate::dump::Dump;
-use crate::report::{DeviceReport, ResultRecord, Run};
-use crate::workloads::{self, Env, Size, Workload};
+use crate::report::{Comparison, DeviceReport, ResultRecord, Run};
+use crate::workloads::{self, Env, Output, Size, Workload};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -19,14 +21,33 @@ pub struct Selection {
     pub dump: Option<Dump>,
 }
 
+/// The first device's outputs, which later devices are compared with.
+#[derive(Debug, Default)]
+pub struct Baseline {
+    label: Option<String>,
+    outputs: HashMap<(Workload, String), Output>,
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
 /// Runs every selected workload on `ctx`; `on_result` sees each record as it is made.
 ///
 /// First it measures the device's own copy bandwidth (device to device,
 /// bytes read plus written), the baseline that every `gbps` figure is also
-/// given as a fraction of (`of_d2d`).
-pub fn run_device(ctx: &Context, selection: &Selection, mut on_result: impl FnMut(&ResultRecord)) -> Run {
+/// given as a fraction of (`of_d2d`). The first device run with a
+/// `baseline` keeps its outputs there; results of later devices carry a
+/// comparison with them.
+pub fn run_device(
+    ctx: &Context,
+    selection: &Selection,
+    baseline: &mut Baseline,
+    mut on_result: impl FnMut(&ResultRecord),
+) -> Run {
     let env = Env { ctx, size: selection.size, seed: selection.seed, dump: selection.dump.as_ref() };
     let d2d_gbps = workloads::copy_bandwidth(ctx, selection.size).ok();
+    let first = baseline.label.is_none();
     let mut results = Vec::new();
     for &workload in &selection.workloads {
         let outcome = match workload {
@@ -36,7 +57,9 @@ pub fn run_device(ctx: &Context, selection: &Selection, mut on_result: impl FnMu
             Workload::Wave => workloads::wave::run(&env),
         };
         let records = match outcome {
-            Ok(outcomes) => outcomes.iter().map(|o| ResultRecord::from_outcome(workload, selection.size, o)).collect(),
+            Ok(outcomes) => {
+                outcomes.into_iter().map(|o| record(workload, selection.size, o, d2d_gbps, first, baseline)).collect()
+            }
             Err(failure) => vec![ResultRecord::failure(workload, selection.size, failure.to_string())],
         };
         for record in records {
@@ -44,5 +67,41 @@ pub fn run_device(ctx: &Context, selection: &Selection, mut on_result: impl FnMu
             results.push(record);
         }
     }
+    if first {
+        baseline.label = Some(format!("{} ({})", ctx.info().backend, ctx.info().name));
+    }
     Run { backend: ctx.info().backend.name().to_string(), device: DeviceReport::from(ctx.info()), d2d_gbps, results }
+}
+
+/// The record of one outcome, with its bandwidth ratio and its comparison
+/// with the baseline (or its output kept as the baseline).
+fn record(
+    workload: Workload,
+    size: Size,
+    mut outcome: workloads::Outcome,
+    d2d_gbps: Option<f64>,
+    first: bool,
+    baseline: &mut Baseline,
+) -> ResultRecord {
+    if let (Some(gbps), Some(base)) = (outcome.metrics.get("gbps").copied(), d2d_gbps) {
+        outcome.metrics.insert("of_d2d".to_string(), gbps / base);
+    }
+    let mut record = ResultRecord::from_outcome(workload, size, &outcome);
+    let key = (workload, outcome.variant.clone());
+    match outcome.output.take() {
+        Some(output) if first => {
+            baseline.outputs.insert(key, output);
+        }
+        Some(output) => {
+            if let (Some(against), Some(reference)) = (&baseline.label, baseline.outputs.get(&key)) {
+                record.comparison = output.difference(reference).map(|(abs, rel)| Comparison {
+                    against: against.clone(),
+                    max_abs: finite(abs),
+                    max_rel: finite(rel),
+                });
+            }
+        }
+        None => {}
+    }
+    record
 }

@@ -69,6 +69,21 @@ pub fn render(report: &Report) -> String {
         }
     }
     for run in &report.runs {
+        let Some(against) = run.results.iter().find_map(|r| r.comparison.as_ref().map(|c| c.against.clone())) else {
+            continue;
+        };
+        let num = |x: Option<f64>| x.map_or("inf".to_string(), |v| format!("{v:.1e}"));
+        let compared: Vec<String> = run
+            .results
+            .iter()
+            .filter_map(|r| {
+                let c = r.comparison.as_ref()?;
+                Some(format!("{} {} {}/{}", r.workload.name(), r.variant, num(c.max_abs), num(c.max_rel)))
+            })
+            .collect();
+        out += &format!("compare: {} vs {against}, max abs/rel difference: {}\n", run.backend, compared.join(", "));
+    }
+    for run in &report.runs {
         if let Some(base) = run.d2d_gbps {
             out += &format!("bandwidth: {} device-to-device copy {base:.1} GB/s (read + write)", run.backend);
             let figures: Vec<String> = run

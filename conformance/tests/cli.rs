@@ -177,3 +177,32 @@ fn unwritable_junit_path_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--junit"), "{}", stderr(&out));
 }
+
+/// `--backend all` compares every later backend with the first; exact
+/// workloads must agree exactly. Needs two backends (host + OpenCL in CI).
+#[test]
+fn backends_are_compared_with_each_other() {
+    let dir = scratch("compare");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("all.json");
+    let out = conform(&["--backend", "all", "--workload", "scan,reduce", "--json", json.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    if runs.len() < 2 {
+        println!("skipped: only one backend can run here");
+        return;
+    }
+    assert!(runs[0]["results"].as_array().unwrap().iter().all(|r| r.get("comparison").is_none()));
+    for r in runs[1]["results"].as_array().unwrap() {
+        let c = &r["comparison"];
+        assert!(c["against"].as_str().unwrap().starts_with("host"), "{r}");
+        if r["workload"] == "scan" {
+            assert_eq!(c["max_abs"], 0.0, "integer scans must agree exactly: {r}");
+        }
+        assert!(c["max_rel"].as_f64().unwrap() < 1e-4, "{r}");
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("compare: "), "{table}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -22,7 +22,7 @@ fn context(backend: Backend) -> Option<Context> {
 fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
     let ctx = context(backend)?;
     let selection = Selection { workloads: vec![workload], size: Size::Small, seed: inputs::DEFAULT_SEED, dump: None };
-    Some(run_device(&ctx, &selection, |_| {}).results)
+    Some(run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results)
 }
 
 #[rstest]
@@ -68,5 +68,7 @@ fn another_seed_gives_other_inputs_and_still_passes() {
     let mut b = inputs::rng(2, "scan");
     assert_ne!(rand::Rng::random::<u64>(&mut a), rand::Rng::random::<u64>(&mut b));
     let selection = Selection { workloads: vec![Workload::Reduce], size: Size::Small, seed: 99, dump: None };
-    assert!(run_device(&ctx, &selection, |_| {}).results.iter().all(|r| r.passed));
+    assert!(
+        run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
+    );
 }

@@ -37,7 +37,7 @@ impl Size {
 }
 
 /// One of the four workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// Float32 sum.
@@ -122,6 +122,61 @@ impl From<hetero::Error> for Failure {
     }
 }
 
+/// A variant's main output, kept to compare backends with each other.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Float results (sums, pull vectors, wavefields).
+    F32(Vec<f32>),
+    /// Integer results (scan offsets).
+    U32(Vec<u32>),
+}
+
+impl Output {
+    /// Largest absolute element difference to `other`, and that difference
+    /// relative to the largest magnitude in either output (0 when both are
+    /// all zero); `None` when the outputs differ in type or length.
+    pub fn difference(&self, other: &Output) -> Option<(f64, f64)> {
+        let pairs: Vec<(f64, f64)> = match (self, other) {
+            (Output::F32(a), Output::F32(b)) if a.len() == b.len() => {
+                a.iter().zip(b).map(|(&x, &y)| (f64::from(x), f64::from(y))).collect()
+            }
+            (Output::U32(a), Output::U32(b)) if a.len() == b.len() => {
+                a.iter().zip(b).map(|(&x, &y)| (f64::from(x), f64::from(y))).collect()
+            }
+            _ => return None,
+        };
+        let (abs, scale) = pairs.into_iter().fold((0.0f64, 0.0f64), |(abs, scale), (x, y)| {
+            let d = (x - y).abs();
+            (abs.max(if d.is_nan() { f64::INFINITY } else { d }), scale.max(x.abs()).max(y.abs()))
+        });
+        let rel = if scale > 0.0 {
+            abs / scale
+        } else if abs > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        Some((abs, rel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Output;
+
+    #[test]
+    fn difference_is_absolute_and_scaled_by_the_largest_magnitude() {
+        let a = Output::F32(vec![0.0, 2.0, -4.0]);
+        let b = Output::F32(vec![0.5, 2.0, -4.0]);
+        assert_eq!(a.difference(&b), Some((0.5, 0.125)));
+        assert_eq!(Output::U32(vec![1, 2]).difference(&Output::U32(vec![1, 2])), Some((0.0, 0.0)));
+        assert_eq!(a.difference(&Output::U32(vec![0, 2, 4])), None);
+        assert_eq!(a.difference(&Output::F32(vec![0.0])), None);
+        let nan = Output::F32(vec![f32::NAN]);
+        assert_eq!(nan.difference(&Output::F32(vec![1.0])).map(|d| d.0), Some(f64::INFINITY));
+    }
+}
+
 /// The checked result of one workload variant.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -135,12 +190,21 @@ pub struct Outcome {
     pub metrics: BTreeMap<String, f64>,
     /// Why the variant failed, beyond the numbers.
     pub note: Option<String>,
+    /// The main output, for comparing backends (not written to reports).
+    pub output: Option<Output>,
 }
 
 impl Outcome {
     /// An outcome with no metrics or note.
     pub fn new(variant: impl Into<String>, verdict: Verdict, device_ms: Option<f64>) -> Self {
-        Self { variant: variant.into(), verdict, device_ms, metrics: BTreeMap::new(), note: None }
+        Self { variant: variant.into(), verdict, device_ms, metrics: BTreeMap::new(), note: None, output: None }
+    }
+
+    /// Keeps the main output for the cross-backend comparison.
+    #[must_use]
+    pub fn with_output(mut self, output: Output) -> Self {
+        self.output = Some(output);
+        self
     }
 
     /// Adds a named figure.

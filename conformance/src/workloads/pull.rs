@@ -304,6 +304,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         let verdict = elementwise(&got, &expect, |i| tolerance[i]);
         outcomes.push(
             Outcome::new(name, verdict, Some(ms))
+                .with_output(super::Output::F32(got))
                 .metric("events", collisions.events.len() as f64)
                 .metric("batches", batches.len() as f64)
                 .metric("jets_per_s", total_jets as f64 / (ms * 1e-3)),

@@ -99,7 +99,11 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             times.push(ms);
         }
         let ms = median(times);
-        outcomes.push(Outcome::new(name, verdict, Some(ms)).metric("gbps", n as f64 * 4.0 / (ms * 1e6)));
+        outcomes.push(
+            Outcome::new(name, verdict, Some(ms))
+                .metric("gbps", n as f64 * 4.0 / (ms * 1e6))
+                .with_output(super::Output::F32(vec![full])),
+        );
     }
     Ok(outcomes)
 }

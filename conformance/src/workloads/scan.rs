@@ -164,8 +164,11 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         }
         let ms = median(times);
         // Bytes the scan must move at least: read counts, write offsets.
-        outcomes
-            .push(Outcome::new(name, Verdict::exact(mismatches), Some(ms)).metric("gbps", n as f64 * 8.0 / (ms * 1e6)));
+        outcomes.push(
+            Outcome::new(name, Verdict::exact(mismatches), Some(ms))
+                .metric("gbps", n as f64 * 8.0 / (ms * 1e6))
+                .with_output(super::Output::U32(got)),
+        );
     }
     Ok(outcomes)
 }

@@ -274,7 +274,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         let run = run_variant(env.ctx, &kernel, g, &source, variant)?;
         env.dump(Workload::Wave, &format!("{}_snapshots", variant.name()), &shape, &run.snapshots)?;
         let verdict: Verdict = elementwise(&run.snapshots, &expect, |_| tolerance);
-        let mut outcome = Outcome::new(variant.name(), verdict, Some(run.total_ms)).metric("peak_amplitude", peak);
+        let mut outcome = Outcome::new(variant.name(), verdict, Some(run.total_ms))
+            .metric("peak_amplitude", peak)
+            .with_output(super::Output::F32(run.snapshots.clone()));
         match &baseline {
             None => {
                 if let Some(copy_ms) = run.copy_ms {
