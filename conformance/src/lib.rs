@@ -15,6 +15,7 @@ pub mod markdown;
 pub mod report;
 pub mod run;
 pub mod table;
+pub mod timeline;
 pub mod workloads;
 
 pub use run::{Baseline, Selection, run_device};

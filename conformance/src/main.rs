@@ -62,6 +62,9 @@ struct Cli {
     /// Write the comparison table as Markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// Write every kernel and copy of pull and wave as Chrome trace-event JSON (open in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 /// A request that cannot run: printed, exit status 2.
@@ -95,6 +98,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let mut json = create("--json", &cli.json)?;
     let mut junit_file = create("--junit", &cli.junit)?;
     let mut markdown_file = create("--markdown", &cli.markdown)?;
+    let mut trace_file = create("--trace", &cli.trace)?;
     let (contexts, unavailable) = select(cli)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump };
     println!(
@@ -143,6 +147,10 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     if let Some(file) = junit_file.as_mut() {
         let xml = conformance::junit::render(&report).map_err(|e| CannotRun(format!("--junit: {e}")))?;
         file.write_all(xml.as_bytes()).map_err(|e| CannotRun(format!("--junit: {e}")))?;
+    }
+    if let Some(file) = trace_file.as_mut() {
+        let trace = conformance::timeline::chrome_trace(&report);
+        file.write_all(trace.to_string().as_bytes()).map_err(|e| CannotRun(format!("--trace: {e}")))?;
     }
     if let Some(file) = markdown_file.as_mut() {
         file.write_all(conformance::markdown::render(&report).as_bytes())

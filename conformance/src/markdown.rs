@@ -58,23 +58,32 @@ pub fn render(report: &Report) -> String {
     for run in &report.runs {
         for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
             let m = &r.metrics;
+            let num = |x: Option<f64>, unit: &str| x.map_or("-".to_string(), |v| format!("{v:.3}{unit}"));
             let _ = writeln!(
                 overlap,
-                "| {} ({}) | {} | {} | {:.3} | {:.3} | {:.2}x | {:.0}% |",
+                "| {} ({}) | {} {} | {} | {} | {} | {} | {:.0}% |",
                 run.backend,
                 run.device.name,
+                r.workload.name(),
                 r.variant,
                 r.size.name(),
-                m.get("sync_ms").copied().unwrap_or(f64::NAN),
-                r.device_ms.unwrap_or(f64::NAN),
-                m.get("speedup_vs_sync").copied().unwrap_or(f64::NAN),
+                num(m.get("sync_ms").copied(), ""),
+                num(r.device_ms, ""),
+                num(m.get("speedup_vs_sync").copied(), "x"),
                 100.0 * m.get("hidden_copy_fraction").copied().unwrap_or(f64::NAN)
             );
         }
     }
     if !overlap.is_empty() {
-        let _ = writeln!(out, "## Wave: copies overlapped under compute\n");
-        let _ = writeln!(out, "| run | variant | size | sync ms | async ms | speed-up | copy time hidden |");
+        let _ = writeln!(out, "## Copies overlapped under compute\n");
+        let _ = writeln!(
+            out,
+            "Copy time hidden: share of the copy intervals that overlaps kernel intervals on the device timeline.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| run | workload / variant | size | sync ms | time ms | speed-up vs sync | copy time hidden |"
+        );
         let _ = writeln!(out, "|---|---|---|---|---|---|---|");
         out += &overlap;
         out += "\n";

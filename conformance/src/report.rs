@@ -101,6 +101,9 @@ pub struct ResultRecord {
     /// device (cross-backend comparison), where there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Per-operation device intervals (written to `--trace`, not to the report).
+    #[serde(skip)]
+    pub intervals: Vec<crate::timeline::Interval>,
 }
 
 /// How far one backend's output is from another's.
@@ -132,6 +135,7 @@ impl ResultRecord {
             metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
             note: outcome.note.clone(),
             comparison: None,
+            intervals: outcome.intervals.clone(),
         }
     }
 
@@ -148,6 +152,7 @@ impl ResultRecord {
             metrics: BTreeMap::new(),
             note: Some(reason),
             comparison: None,
+            intervals: Vec::new(),
         }
     }
 }

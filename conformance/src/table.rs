@@ -54,17 +54,27 @@ pub fn render(report: &Report) -> String {
             if let Some(note) = &r.note {
                 out += &format!("note: {} {} {}: {note}\n", run.backend, r.workload.name(), r.variant);
             }
-            if let (Some(speedup), Some(hidden)) =
-                (r.metrics.get("speedup_vs_sync"), r.metrics.get("hidden_copy_fraction"))
-            {
-                out += &format!(
-                    "overlap: {} wave {}: sync {:.3} ms, async {:.3} ms, speed-up {speedup:.2}x, {:.0}% of copy time hidden\n",
-                    run.backend,
-                    r.variant,
-                    r.metrics.get("sync_ms").copied().unwrap_or(f64::NAN),
-                    r.device_ms.unwrap_or(f64::NAN),
-                    hidden * 100.0
-                );
+            let Some(hidden) = r.metrics.get("hidden_copy_fraction") else { continue };
+            let time = r.device_ms.unwrap_or(f64::NAN);
+            match (r.metrics.get("speedup_vs_sync"), r.metrics.get("sync_ms")) {
+                (Some(speedup), Some(sync)) => {
+                    out += &format!(
+                        "overlap: {} {} {}: sync {sync:.3} ms, async {time:.3} ms, speed-up {speedup:.2}x, {:.0}% of copy time hidden\n",
+                        run.backend,
+                        r.workload.name(),
+                        r.variant,
+                        hidden * 100.0
+                    );
+                }
+                _ => {
+                    out += &format!(
+                        "overlap: {} {} {}: {time:.3} ms, {:.0}% of copy time hidden\n",
+                        run.backend,
+                        r.workload.name(),
+                        r.variant,
+                        hidden * 100.0
+                    );
+                }
             }
         }
     }

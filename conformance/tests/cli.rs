@@ -206,3 +206,28 @@ fn backends_are_compared_with_each_other() {
     assert!(table.contains("compare: "), "{table}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `--trace` writes valid Chrome trace-event JSON: named tracks, complete
+/// events for kernels and copies with non-negative times.
+#[test]
+fn trace_is_trace_event_json() {
+    let dir = scratch("trace");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.json");
+    let out = conform(&["--backend", "host", "--workload", "pull,wave", "--trace", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let complete: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    for cat in ["kernel", "copy"] {
+        assert!(complete.iter().any(|e| e["cat"] == cat), "no {cat} events");
+    }
+    for e in &complete {
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+        assert!(e["ts"].as_f64().unwrap() >= 0.0 && e["dur"].as_f64().unwrap() >= 0.0, "{e}");
+    }
+    let names: Vec<&str> =
+        events.iter().filter(|e| e["name"] == "thread_name").filter_map(|e| e["args"]["name"].as_str()).collect();
+    assert!(names.contains(&"wave event-sync / copy") && names.contains(&"pull streams-4 / stream 3"), "{names:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

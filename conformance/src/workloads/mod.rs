@@ -192,12 +192,22 @@ pub struct Outcome {
     pub note: Option<String>,
     /// The main output, for comparing backends (not written to reports).
     pub output: Option<Output>,
+    /// Per-operation device intervals, where the workload records them.
+    pub intervals: Vec<crate::timeline::Interval>,
 }
 
 impl Outcome {
     /// An outcome with no metrics or note.
     pub fn new(variant: impl Into<String>, verdict: Verdict, device_ms: Option<f64>) -> Self {
-        Self { variant: variant.into(), verdict, device_ms, metrics: BTreeMap::new(), note: None, output: None }
+        Self {
+            variant: variant.into(),
+            verdict,
+            device_ms,
+            metrics: BTreeMap::new(),
+            note: None,
+            output: None,
+            intervals: Vec::new(),
+        }
     }
 
     /// Keeps the main output for the cross-backend comparison.

@@ -27,6 +27,7 @@ use super::scan::ScanPlan;
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{elementwise, gamma, tree_depth};
 use crate::inputs;
+use crate::timeline::{Kind, Timeline, hidden_copy_fraction};
 
 /// Variant name and number of lanes (streams).
 pub const VARIANTS: [(&str, usize); 2] = [("streams-1", 1), ("streams-4", 4)];
@@ -196,26 +197,40 @@ impl Lane {
         })
     }
 
-    /// Enqueues one batch of events: stage in, scan counts, pull kernel, copy out.
-    fn enqueue(&mut self, staged: &Staged, kernel: &Kernel, e: EventRange) -> Result<(), hetero::Error> {
+    /// Enqueues one batch of events: stage in, scan counts, pull kernel,
+    /// copy out, each as a span of `timeline` on track `track`.
+    fn enqueue(
+        &mut self,
+        staged: &Staged,
+        kernel: &Kernel,
+        e: EventRange,
+        timeline: &mut Timeline<'_>,
+        track: &str,
+    ) -> Result<(), hetero::Error> {
         let s = &self.stream;
         let jets = e.first_jet..e.first_jet + e.jets;
         let consts = e.first_constituent..e.first_constituent + e.constituents;
-        s.copy(staged.counts.slice(jets.clone())?, self.counts.slice_mut(..e.jets)?)?;
-        for (src, dst) in staged.jet.iter().zip(&mut self.jet) {
-            s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
-        }
-        for (src, dst) in staged.constituent.iter().zip(&mut self.constituent) {
-            s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
-        }
-        self.scan.enqueue(s, &self.counts.slice(..e.jets)?, &mut self.offsets.slice_mut(..e.jets)?)?;
-        {
-            let [cp, ce, cf] = &self.constituent;
-            let [jp, je, jf] = &self.jet;
+        let (counts, jet, constituent) = (&mut self.counts, &mut self.jet, &mut self.constituent);
+        timeline.span(s, track, "stage in", Kind::Copy, || {
+            s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
+            for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
+                s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+            }
+            for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
+                s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+            }
+            Ok::<(), hetero::Error>(())
+        })?;
+        let (scan, offsets, pull) = (&mut self.scan, &mut self.offsets, &mut self.pull);
+        let (counts, jet, constituent) = (&self.counts, &self.jet, &self.constituent);
+        timeline.span(s, track, "scan + pull_jets", Kind::Kernel, || {
+            scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
+            let [cp, ce, cf] = constituent;
+            let [jp, je, jf] = jet;
             let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
             let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
-            let offsets = self.offsets.slice(..e.jets)?;
-            let pull = self.pull.slice_mut(..2 * e.jets)?;
+            let offsets = offsets.slice(..e.jets)?;
+            let out = pull.slice_mut(..2 * e.jets)?;
             let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
             let args = [
                 (&cp).into(),
@@ -225,16 +240,19 @@ impl Lane {
                 (&jp).into(),
                 (&je).into(),
                 (&jf).into(),
-                (&pull).into(),
+                (&out).into(),
                 (e.jets as u32).into(),
                 (e.constituents as u32).into(),
             ];
             // SAFETY: pull_jets reads constituents [0, n_constituents) of each
             // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
             // every buffer is at least that long.
-            unsafe { s.launch(kernel, config, &args) }?;
-        }
-        s.copy(self.pull.slice(..2 * e.jets)?, self.out.slice_mut(2 * e.first_jet..2 * (e.first_jet + e.jets))?)
+            unsafe { s.launch(kernel, config, &args) }
+        })?;
+        let (pull, out) = (&self.pull, &mut self.out);
+        timeline.span(s, track, "copy out", Kind::Copy, || {
+            s.copy(pull.slice(..2 * e.jets)?, out.slice_mut(2 * e.first_jet..2 * (e.first_jet + e.jets))?)
+        })
     }
 }
 
@@ -269,7 +287,8 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
     if let Some(&first) = batches.first() {
         let mut lane = Lane::new(ctx, max_jets, max_constituents, total_jets)?;
-        lane.enqueue(&staged, &kernel, first)?;
+        let mut timeline = Timeline::new(ctx, &lane.stream, &[])?;
+        lane.enqueue(&staged, &kernel, first, &mut timeline, "warm-up")?;
         lane.stream.synchronize()?;
     }
     let mut outcomes = Vec::new();
@@ -282,8 +301,12 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             lane.stream.wait(&start)?;
         }
         let count = lanes.len();
+        let others: Vec<&Stream> = lanes[1..].iter().map(|l| &l.stream).collect();
+        let mut timeline = Timeline::new(ctx, &lanes[0].stream, &others)?;
+        drop(others);
+        let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
         for (i, &batch) in batches.iter().enumerate() {
-            lanes[i % count].enqueue(&staged, &kernel, batch)?;
+            lanes[i % count].enqueue(&staged, &kernel, batch, &mut timeline, &tracks[i % count])?;
         }
         let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
         for (lane, end) in lanes.iter().zip(&ends) {
@@ -302,8 +325,14 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         }
         env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
         let verdict = elementwise(&got, &expect, |i| tolerance[i]);
+        let intervals = timeline.finish()?;
+        let mut outcome = Outcome::new(name, verdict, Some(ms));
+        if let Some(hidden) = hidden_copy_fraction(&intervals) {
+            outcome = outcome.metric("hidden_copy_fraction", hidden);
+        }
+        outcome.intervals = intervals;
         outcomes.push(
-            Outcome::new(name, verdict, Some(ms))
+            outcome
                 .with_output(super::Output::F32(got))
                 .metric("events", collisions.events.len() as f64)
                 .metric("batches", batches.len() as f64)

@@ -25,6 +25,7 @@ use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
 
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{U32, Verdict, elementwise};
+use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction};
 
 /// `(c dt / h)^2`.
 pub const C2: f32 = 0.25;
@@ -140,8 +141,15 @@ pub fn reference(g: Grid, source: &[f32]) -> Vec<f64> {
 struct Run {
     snapshots: Vec<f32>,
     total_ms: f64,
-    /// Sum of the copies' own durations (measured in `Sync` only).
-    copy_ms: Option<f64>,
+    /// Every step and copy on the device timeline.
+    intervals: Vec<Interval>,
+}
+
+impl Run {
+    /// Total time of the snapshot copies themselves.
+    fn copy_ms(&self) -> f64 {
+        self.intervals.iter().filter(|i| i.kind == Kind::Copy).map(|i| i.end_ms - i.start_ms).sum()
+    }
 }
 
 fn launch_step(
@@ -192,10 +200,10 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
     let events = |n: usize| (0..n).map(|_| ctx.event()).collect::<Result<Vec<Event>, _>>();
     let (computed, copied) = (events(FIELDS)?, events(FIELDS)?);
     let mut awaiting_copy = [false; FIELDS];
-    let mut copy_marks = Vec::new();
     let (start, stop) = (ctx.event()?, ctx.event()?);
     compute.record(&start)?;
     copier.wait(&start)?;
+    let mut timeline = Timeline::new(ctx, &compute, &[&copier])?;
 
     for (step, &src) in source.iter().enumerate() {
         let target = (step + 2) % FIELDS;
@@ -207,7 +215,9 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
             }
             awaiting_copy = [false; FIELDS];
         }
-        launch_step(&compute, kernel, g, &mut fields, step, src)?;
+        timeline.span(&compute, "compute", "wave_step", Kind::Kernel, || {
+            launch_step(&compute, kernel, g, &mut fields, step, src)
+        })?;
         if (step + 1) % g.snapshot_every != 0 {
             continue;
         }
@@ -215,21 +225,18 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
         let dst = snapshots.slice_mut(slot * cells..(slot + 1) * cells)?;
         match variant {
             Variant::Sync => {
-                let (before, after) = (ctx.event()?, ctx.event()?);
-                compute.record(&before)?;
-                compute.copy(&fields[target], dst)?;
-                compute.record(&after)?;
-                copy_marks.push((before, after));
+                timeline
+                    .span(&compute, "compute", "snapshot D2H", Kind::Copy, || compute.copy(&fields[target], dst))?;
             }
             Variant::StreamSync => {
                 compute.synchronize()?;
-                copier.copy(&fields[target], dst)?;
+                timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(&fields[target], dst))?;
                 awaiting_copy[target] = true;
             }
             Variant::EventSync => {
                 compute.record(&computed[target])?;
                 copier.wait(&computed[target])?;
-                copier.copy(&fields[target], dst)?;
+                timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(&fields[target], dst))?;
                 copier.record(&copied[target])?;
                 awaiting_copy[target] = true;
             }
@@ -241,11 +248,8 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
     compute.record(&stop)?;
     stop.synchronize()?;
     let total_ms = start.elapsed_ms(&stop)?;
-    let copy_ms = match variant {
-        Variant::Sync => Some(copy_marks.iter().map(|(a, b)| a.elapsed_ms(b)).sum::<Result<f64, _>>()?),
-        _ => None,
-    };
-    Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, copy_ms })
+    let intervals = timeline.finish()?;
+    Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, intervals })
 }
 
 /// Runs the three variants and compares them with the reference and with each other.
@@ -271,25 +275,22 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;
     for variant in Variant::ALL {
-        let run = run_variant(env.ctx, &kernel, g, &source, variant)?;
+        let mut run = run_variant(env.ctx, &kernel, g, &source, variant)?;
         env.dump(Workload::Wave, &format!("{}_snapshots", variant.name()), &shape, &run.snapshots)?;
         let verdict: Verdict = elementwise(&run.snapshots, &expect, |_| tolerance);
         let mut outcome = Outcome::new(variant.name(), verdict, Some(run.total_ms))
             .metric("peak_amplitude", peak)
             .with_output(super::Output::F32(run.snapshots.clone()));
+        let copy_ms = run.copy_ms();
+        outcome = outcome.metric("copy_ms", copy_ms);
         match &baseline {
             None => {
-                if let Some(copy_ms) = run.copy_ms {
-                    // The sync variant runs copies and steps one after the
-                    // other, so its total minus the copies is compute time.
-                    // Each step must read two fields and write one.
-                    let compute_ms = run.total_ms - copy_ms;
-                    let bytes = g.steps as f64 * 3.0 * g.cells() as f64 * 4.0;
-                    outcome = outcome
-                        .metric("copy_ms", copy_ms)
-                        .metric("compute_ms", compute_ms)
-                        .metric("gbps", bytes / (compute_ms * 1e6));
-                }
+                // The sync variant runs copies and steps one after the
+                // other, so its total minus the copies is compute time.
+                // Each step must read two fields and write one.
+                let compute_ms = run.total_ms - copy_ms;
+                let bytes = g.steps as f64 * 3.0 * g.cells() as f64 * 4.0;
+                outcome = outcome.metric("compute_ms", compute_ms).metric("gbps", bytes / (compute_ms * 1e6));
             }
             Some(sync) => {
                 let differing =
@@ -297,13 +298,14 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
                 if differing > 0 {
                     outcome.note = Some(format!("{differing} snapshot values differ from the sync variant's"));
                 }
-                outcome = outcome.metric("speedup_vs_sync", sync.total_ms / run.total_ms);
-                if let Some(copy_ms) = sync.copy_ms.filter(|&c| c > 0.0) {
-                    let hidden = ((sync.total_ms - run.total_ms) / copy_ms).clamp(0.0, 1.0);
-                    outcome = outcome.metric("hidden_copy_fraction", hidden).metric("sync_ms", sync.total_ms);
+                outcome =
+                    outcome.metric("speedup_vs_sync", sync.total_ms / run.total_ms).metric("sync_ms", sync.total_ms);
+                if let Some(hidden) = hidden_copy_fraction(&run.intervals) {
+                    outcome = outcome.metric("hidden_copy_fraction", hidden);
                 }
             }
         }
+        outcome.intervals = std::mem::take(&mut run.intervals);
         outcomes.push(outcome);
         if baseline.is_none() {
             baseline = Some(run);

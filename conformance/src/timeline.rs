@@ -1,0 +1,166 @@
+//! Per-operation device timelines: events recorded around each kernel and
+//! copy, read back as intervals on one timeline per device (milliseconds
+//! from an origin event that every stream of the run waits on). They give
+//! the overlap of copies with compute from the intervals themselves, and
+//! the `--trace` file.
+
+use hetero::{Context, Event, Stream};
+use serde::{Deserialize, Serialize};
+
+/// What an interval is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A kernel launch.
+    Kernel,
+    /// A copy between host and device.
+    Copy,
+}
+
+/// One operation's start and end on the device timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Operation name, e.g. `wave_step` or `snapshot D2H`.
+    pub name: String,
+    /// Kernel or copy.
+    pub kind: Kind,
+    /// The stream's track name, e.g. `compute`.
+    pub track: String,
+    /// Start in ms from the origin.
+    pub start_ms: f64,
+    /// End in ms from the origin.
+    pub end_ms: f64,
+}
+
+struct Span {
+    name: String,
+    kind: Kind,
+    track: String,
+    start: Event,
+    end: Event,
+}
+
+/// Records spans; [`Timeline::finish`] turns them into intervals.
+pub struct Timeline<'a> {
+    ctx: &'a Context,
+    origin: Event,
+    spans: Vec<Span>,
+}
+
+impl<'a> Timeline<'a> {
+    /// Records the origin on `first` and makes `others` wait for it, so
+    /// every later operation of these streams lies after the origin.
+    pub fn new(ctx: &'a Context, first: &Stream, others: &[&Stream]) -> Result<Self, hetero::Error> {
+        let origin = ctx.event()?;
+        first.record(&origin)?;
+        for s in others {
+            s.wait(&origin)?;
+        }
+        Ok(Self { ctx, origin, spans: Vec::new() })
+    }
+
+    /// Runs `enqueue` between two events on `stream`.
+    pub fn span<T, E: From<hetero::Error>>(
+        &mut self,
+        stream: &Stream,
+        track: &str,
+        name: &str,
+        kind: Kind,
+        enqueue: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let (start, end) = (self.ctx.event()?, self.ctx.event()?);
+        stream.record(&start)?;
+        let value = enqueue()?;
+        stream.record(&end)?;
+        self.spans.push(Span { name: name.to_string(), kind, track: track.to_string(), start, end });
+        Ok(value)
+    }
+
+    /// The intervals, once every span has completed (waits for them).
+    pub fn finish(self) -> Result<Vec<Interval>, hetero::Error> {
+        self.spans
+            .into_iter()
+            .map(|s| {
+                s.end.synchronize()?;
+                Ok(Interval {
+                    start_ms: self.origin.elapsed_ms(&s.start)?,
+                    end_ms: self.origin.elapsed_ms(&s.end)?,
+                    name: s.name,
+                    kind: s.kind,
+                    track: s.track,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Fraction of copy time that overlaps kernel time, from the intervals
+/// (`None` without copies).
+pub fn hidden_copy_fraction(intervals: &[Interval]) -> Option<f64> {
+    let mut kernels: Vec<(f64, f64)> =
+        intervals.iter().filter(|i| i.kind == Kind::Kernel).map(|i| (i.start_ms, i.end_ms)).collect();
+    kernels.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Union of kernel intervals.
+    let mut busy: Vec<(f64, f64)> = Vec::new();
+    for (s, e) in kernels {
+        match busy.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => busy.push((s, e)),
+        }
+    }
+    let (mut copy, mut hidden) = (0.0, 0.0);
+    for c in intervals.iter().filter(|i| i.kind == Kind::Copy) {
+        copy += (c.end_ms - c.start_ms).max(0.0);
+        hidden += busy.iter().map(|&(s, e)| (c.end_ms.min(e) - c.start_ms.max(s)).max(0.0)).sum::<f64>();
+    }
+    (copy > 0.0).then(|| (hidden / copy).clamp(0.0, 1.0))
+}
+
+/// Chrome trace-event JSON (opens in Perfetto): one process per device run,
+/// one thread per workload variant and stream, one complete event per operation.
+pub fn chrome_trace(report: &crate::report::Report) -> serde_json::Value {
+    let mut events = Vec::new();
+    for (pid, run) in report.runs.iter().enumerate() {
+        let process = format!("{} ({})", run.backend, run.device.name);
+        events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": process}}));
+        let mut tracks: Vec<String> = Vec::new();
+        for r in &run.results {
+            for i in &r.intervals {
+                let track = format!("{} {} / {}", r.workload.name(), r.variant, i.track);
+                let tid = tracks.iter().position(|t| *t == track).unwrap_or_else(|| {
+                    tracks.push(track.clone());
+                    tracks.len() - 1
+                });
+                events.push(serde_json::json!({
+                    "name": i.name, "cat": i.kind, "ph": "X", "pid": pid, "tid": tid,
+                    "ts": i.start_ms * 1e3, "dur": ((i.end_ms - i.start_ms) * 1e3).max(0.0),
+                }));
+            }
+        }
+        for (tid, track) in tracks.iter().enumerate() {
+            events.push(
+                serde_json::json!({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": track}}),
+            );
+        }
+    }
+    serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(kind: Kind, s: f64, e: f64) -> Interval {
+        Interval { name: String::new(), kind, track: String::new(), start_ms: s, end_ms: e }
+    }
+
+    #[test]
+    fn hidden_fraction_counts_overlap_with_the_union_of_kernels() {
+        let check = |intervals: &[Interval], expect: Option<f64>| assert_eq!(hidden_copy_fraction(intervals), expect);
+        check(&[iv(Kind::Kernel, 0.0, 10.0)], None);
+        check(&[iv(Kind::Kernel, 0.0, 10.0), iv(Kind::Copy, 2.0, 4.0)], Some(1.0));
+        check(&[iv(Kind::Kernel, 0.0, 1.0), iv(Kind::Copy, 2.0, 4.0)], Some(0.0));
+        // Two overlapping kernels count once; half the copy is under them.
+        check(&[iv(Kind::Kernel, 0.0, 3.0), iv(Kind::Kernel, 1.0, 4.0), iv(Kind::Copy, 2.0, 6.0)], Some(0.5));
+    }
+}
