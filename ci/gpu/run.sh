@@ -23,22 +23,8 @@ echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
-# OpenCL: unpack the ICD loader and register NVIDIA's driver with it.
-work=$(mktemp -d)
-for deb in .gpu/deb/*.deb; do dpkg -x "$deb" "$work/root"; done
-export LD_LIBRARY_PATH="$work/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-driver=$(ls /usr/lib/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -n1)
-mkdir -p "$work/icd"
-if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
-export OCL_ICD_VENDORS="$work/icd"
-echo "OpenCL driver: ${driver:-not found}"
-
-# HIP: build the HIP-on-NVIDIA harness and point the hip backend at it.
-case ",$backends," in
-  *,hip,*)
-    bash ci/hip-nvidia/build.sh .gpu/hip "$work/rocm" && export ROCM_PATH="$work/rocm"
-    ;;
-esac
+backends_for_env=$backends
+source ci/gpu/env.sh
 
 # Every step has a time limit (exit 124 when it ran out), so one hang
 # cannot take the whole call. The step-by-step probe goes first: a backend

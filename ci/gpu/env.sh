@@ -1,0 +1,21 @@
+# Sourced by the GPU scripts (from the repository root, .gpu/ carried):
+# makes OpenCL find NVIDIA's driver, and, when $backends_for_env names hip,
+# builds the HIP-on-NVIDIA harness and points ROCM_PATH at it.
+# Sets $work (a scratch folder).
+# OpenCL: unpack the ICD loader and register NVIDIA's driver with it.
+work=$(mktemp -d)
+for deb in .gpu/deb/*.deb; do dpkg -x "$deb" "$work/root"; done
+export LD_LIBRARY_PATH="$work/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+driver=$(ls /usr/lib/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -n1)
+mkdir -p "$work/icd"
+if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
+export OCL_ICD_VENDORS="$work/icd"
+echo "OpenCL driver: ${driver:-not found}"
+
+# HIP: build the HIP-on-NVIDIA harness and point the hip backend at it.
+case ",$backends_for_env," in
+  *,hip,*)
+    bash ci/hip-nvidia/build.sh .gpu/hip "$work/rocm" && export ROCM_PATH="$work/rocm"
+    ;;
+esac
+
