@@ -4,19 +4,13 @@
 
 use conformance::report::ResultRecord;
 use conformance::{Selection, Size, Workload, inputs, run_device};
-use hetero::testing::Availability;
-use hetero::{Backend, Context};
+use hetero::{AnyDevice, Backend, Context};
 use rstest::rstest;
 
-fn context(backend: Backend) -> Option<Context> {
-    match hetero::testing::context(backend) {
-        Ok(Availability::Ready(ctx)) => Some(ctx),
-        Ok(Availability::Skipped(reason)) => {
-            println!("skipped: {reason}");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
+/// The first device of `backend`, or `None` (printing why) when this
+/// machine cannot run it and `HETERO_REQUIRE` does not demand it.
+fn context(backend: Backend) -> Option<Context<AnyDevice>> {
+    hetero::testing::context_or_skip(backend).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {

@@ -276,6 +276,15 @@ pub fn copy_bandwidth(ctx: &Context, size: Size) -> Result<f64, Failure> {
     Ok(2.0 * floats as f64 * 4.0 / (median(times) * 1e6))
 }
 
+/// Elements of the one-dimensional workloads (reduce, scan) at each size.
+pub fn elements(size: Size) -> usize {
+    match size {
+        Size::Small => 1 << 20,
+        Size::Medium => 1 << 24,
+        Size::Large => 1 << 28,
+    }
+}
+
 /// Blocks of `threads` covering `n` items, at least one.
 pub fn blocks_for(n: usize, threads: u32) -> u32 {
     u32::try_from(n.div_ceil(threads as usize)).unwrap_or(u32::MAX).max(1)

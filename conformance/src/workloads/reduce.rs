@@ -39,15 +39,6 @@ pub const MAX_BLOCKS: u32 = 1024;
 /// Timed repetitions of the full-size sum; the median is reported.
 const REPEATS: usize = 5;
 
-/// Elements summed at each size.
-pub fn len(size: super::Size) -> usize {
-    match size {
-        super::Size::Small => 1 << 20,
-        super::Size::Medium => 1 << 24,
-        super::Size::Large => 1 << 28,
-    }
-}
-
 struct Kernels {
     partial: Kernel,
     atomic: Kernel,
@@ -55,7 +46,7 @@ struct Kernels {
 
 /// Runs every variant; one outcome each.
 pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
-    let n = len(env.size);
+    let n = super::elements(env.size);
     let mut rng = inputs::rng(env.seed, "reduce");
     let input: Vec<f32> = (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
     env.dump(Workload::Reduce, "input", &[n as u64], &input)?;

@@ -18,15 +18,6 @@ pub const VARIANTS: [(&str, u32); 2] = [("block-256", 256), ("block-192", 192)];
 pub const MAX_COUNT: u32 = 64;
 const REPEATS: usize = 5;
 
-/// Elements scanned at each size.
-pub fn len(size: super::Size) -> usize {
-    match size {
-        super::Size::Small => 1 << 20,
-        super::Size::Medium => 1 << 24,
-        super::Size::Large => 1 << 28,
-    }
-}
-
 /// Kernels and scratch buffers to scan up to `capacity` elements.
 pub struct ScanPlan {
     threads: u32,
@@ -126,7 +117,7 @@ fn scan_level(
 
 /// Runs every variant over lengths 0, 1, 1001 and the full size.
 pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
-    let n = len(env.size);
+    let n = super::elements(env.size);
     let mut rng = inputs::rng(env.seed, "scan");
     let counts: Vec<u32> = (0..n).map(|_| rng.random_range(0..=MAX_COUNT)).collect();
     env.dump(Workload::Scan, "input", &[n as u64], &counts)?;

@@ -337,3 +337,58 @@ pub fn check_range(backend: Backend, call: &'static str, offset: usize, len: usi
         )),
     }
 }
+
+/// Checks that a device-to-device copy's ranges have one length. Every
+/// backend calls this before handing the copy to its runtime.
+pub fn check_copy_lengths(backend: Backend, src: DeviceRange, dst: DeviceRange) -> Result<()> {
+    if src.len != dst.len {
+        return Err(Error::new(
+            backend,
+            "copy_d2d",
+            ErrorKind::OutOfBounds,
+            format!("source has {} bytes but destination has {}", src.len, dst.len),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that a 4-byte fill starts and ends on 4-byte boundaries.
+pub fn check_fill_range(backend: Backend, dst: DeviceRange) -> Result<()> {
+    if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
+        return Err(Error::new(
+            backend,
+            "fill_u32",
+            ErrorKind::OutOfBounds,
+            format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a launch against one kernel's own limits (a backend reads them
+/// from its runtime): threads per block and shared memory including the
+/// kernel's static part. The messages name both numbers.
+pub fn check_kernel_limits(
+    info: &DeviceInfo,
+    kernel: &str,
+    config: &LaunchConfig,
+    max_threads: u64,
+    static_shared: u64,
+) -> Result<()> {
+    let fail = |msg: String| Err(Error::new(info.backend, "launch", ErrorKind::InvalidLaunch, msg));
+    let threads: u64 = config.block.iter().map(|&b| u64::from(b)).product();
+    if threads > max_threads {
+        return fail(format!(
+            "block of {threads} threads but kernel `{kernel}` can run at most {max_threads} per block on {}",
+            info.name
+        ));
+    }
+    let shared = config.shared_bytes as u64 + static_shared;
+    if shared > info.shared_memory_per_block as u64 {
+        return fail(format!(
+            "kernel `{kernel}` needs {shared} bytes of shared (local) memory ({} dynamic + {static_shared} static) but {} has {}",
+            config.shared_bytes, info.name, info.shared_memory_per_block
+        ));
+    }
+    Ok(())
+}

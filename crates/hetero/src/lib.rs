@@ -48,7 +48,7 @@ pub mod testing;
 pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
 pub use device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, UnknownBackend, check_range,
+    StreamFlags, StreamId, UnknownBackend, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use safe::{

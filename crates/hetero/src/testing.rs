@@ -32,6 +32,18 @@ pub enum Availability {
     Skipped(String),
 }
 
+/// The first device of `backend`, or `Ok(None)` after printing
+/// `skipped: <reason>`; `Err` when the backend is required but missing.
+pub fn context_or_skip(backend: Backend) -> Result<Option<Context<AnyDevice>>, String> {
+    Ok(match context(backend)? {
+        Availability::Ready(ctx) => Some(ctx),
+        Availability::Skipped(reason) => {
+            println!("skipped: {reason}");
+            None
+        }
+    })
+}
+
 /// The first device of `backend`; `Err` when it is required but missing.
 pub fn context(backend: Backend) -> Result<Availability, String> {
     let mut found = discover(backend);

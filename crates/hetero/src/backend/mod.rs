@@ -3,6 +3,8 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(any(feature = "cuda", feature = "hip"))]
+pub(crate) mod gpu_common;
 pub(crate) mod handles;
 #[cfg(feature = "hip")]
 pub mod hip;

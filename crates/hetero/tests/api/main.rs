@@ -6,20 +6,12 @@
 mod bad_input;
 mod semantics;
 
-use hetero::testing::Availability;
 use hetero::{AnyDevice, Backend, Context};
 
 /// The first device of `backend`, or `None` (printing why) when this
 /// machine cannot run it and `HETERO_REQUIRE` does not demand it.
 pub fn context(backend: Backend) -> Option<Context<AnyDevice>> {
-    match hetero::testing::context(backend) {
-        Ok(Availability::Ready(ctx)) => Some(ctx),
-        Ok(Availability::Skipped(reason)) => {
-            println!("skipped: {reason}");
-            None
-        }
-        Err(e) => panic!("{e}"),
-    }
+    hetero::testing::context_or_skip(backend).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Instantiates every test body for one backend.

@@ -7,7 +7,9 @@
 //! sets to 1 to release them.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
+
+use crate::backend::gpu_common::GateWord;
 
 use cudarc::driver::sys;
 
@@ -51,31 +53,28 @@ impl CuEvent {
         // SAFETY: host was allocated with DEVICEMAP; device is a valid out-pointer.
         check("cuMemHostGetDevicePointer", unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) })?;
         let event = Self::User { flag, device };
-        event.gate().store(0, Ordering::SeqCst);
+        GateWord(flag).close();
         Ok(event)
     }
 
     /// The gate word of a user event.
-    fn gate(&self) -> &AtomicU32 {
+    fn gate(&self) -> Option<GateWord> {
         match self {
-            // SAFETY: the word is 4-byte aligned mapped memory owned by this
-            // event; the host touches it only atomically, the device only reads it.
-            Self::User { flag, .. } => unsafe { AtomicU32::from_ptr(flag.as_ptr()) },
-            Self::Timed { .. } => {
-                static NEVER: AtomicU32 = AtomicU32::new(1);
-                &NEVER
-            }
+            Self::User { flag, .. } => Some(GateWord(*flag)),
+            Self::Timed { .. } => None,
         }
     }
 
     /// Opens a user event's gate (no effect on timed events).
     pub(super) fn open(&self) {
-        self.gate().store(1, Ordering::SeqCst);
+        if let Some(gate) = self.gate() {
+            gate.open();
+        }
     }
 
     /// `true` once a user event's gate is open.
     pub(super) fn is_open(&self) -> bool {
-        self.gate().load(Ordering::SeqCst) >= 1
+        self.gate().is_none_or(|gate| gate.is_open())
     }
 
     /// Releases a timed event, or opens a user event's gate and returns its

@@ -58,29 +58,5 @@ pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
         error::check("cuDeviceGetCount", unsafe { cudarc::driver::sys::cuDeviceGetCount(&mut count) })?;
         Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(CudaDevice::new).collect::<Vec<_>>())
     });
-    match found {
-        Ok(Ok(results)) => {
-            let mut devices = Vec::new();
-            let mut failures = Vec::new();
-            for result in results {
-                match result {
-                    Ok(d) => devices.push(d),
-                    Err(e) => failures.push(e),
-                }
-            }
-            (devices, failures)
-        }
-        Ok(Err(mut e)) => {
-            e.kind = ErrorKind::Unavailable;
-            (Vec::new(), vec![e])
-        }
-        Err(panic) => {
-            let why =
-                panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
-            unavailable(
-                "cuInit",
-                format!("the CUDA driver could not be used: {}", why.unwrap_or_else(|| "unknown failure".into())),
-            )
-        }
-    }
+    crate::backend::gpu_common::collect_devices(crate::device::Backend::Cuda, "cuInit", found)
 }

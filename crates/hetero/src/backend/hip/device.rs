@@ -15,7 +15,7 @@ use super::stream::HipStream;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_range,
+    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -379,13 +379,7 @@ impl Device for HipDevice {
 
     fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
-        if src.len != dst.len {
-            return Err(error(
-                "copy_d2d",
-                ErrorKind::OutOfBounds,
-                format!("source has {} bytes but destination has {}", src.len, dst.len),
-            ));
-        }
+        check_copy_lengths(Backend::Hip, src, dst)?;
         let (from, to) = (self.address("copy_d2d", src)?, self.address("copy_d2d", dst)?);
         let s = self.stream("copy_d2d", stream)?;
         if src.len == 0 {
@@ -397,13 +391,7 @@ impl Device for HipDevice {
 
     fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         self.enter()?;
-        if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
-            return Err(error(
-                "fill_u32",
-                ErrorKind::OutOfBounds,
-                format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
-            ));
-        }
+        check_fill_range(Backend::Hip, dst)?;
         let (to, s) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
         if dst.len == 0 {
             return Ok(());
@@ -446,32 +434,13 @@ impl Device for HipDevice {
         config.validate(&self.info, "launch")?;
         let kernel = self.kernels.get("launch", kernel.0)?;
         let s = self.stream("launch", stream)?;
-        let threads: u64 = config.block.iter().map(|&b| u64::from(b)).product();
-        if threads > u64::from(kernel.max_threads) {
-            return Err(error(
-                "launch",
-                ErrorKind::InvalidLaunch,
-                format!(
-                    "block of {threads} threads but kernel `{}` can run at most {} per block on {}",
-                    kernel.name, kernel.max_threads, self.info.name
-                ),
-            ));
-        }
-        let shared = config.shared_bytes + kernel.static_shared;
-        if shared > self.info.shared_memory_per_block {
-            return Err(error(
-                "launch",
-                ErrorKind::InvalidLaunch,
-                format!(
-                    "kernel `{}` needs {shared} bytes of shared memory ({} dynamic + {} static) but {} has {}",
-                    kernel.name,
-                    config.shared_bytes,
-                    kernel.static_shared,
-                    self.info.name,
-                    self.info.shared_memory_per_block
-                ),
-            ));
-        }
+        check_kernel_limits(
+            &self.info,
+            &kernel.name,
+            config,
+            u64::from(kernel.max_threads),
+            kernel.static_shared as u64,
+        )?;
         /// One argument's value, kept at a stable address for the launch.
         enum Value {
             Ptr(hip::hipDeviceptr_t),

@@ -3,7 +3,9 @@
 //! `hipStreamWaitValue32(>= 1)` (as in the CUDA backend).
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
+
+use crate::backend::gpu_common::GateWord;
 
 use cubecl_hip_sys as hip;
 
@@ -48,30 +50,27 @@ impl HipEvent {
         // usually equals the host one; on NVIDIA it need not.
         check("hipHostGetDevicePointer", unsafe { hip::hipHostGetDevicePointer(&mut device, host, 0) })?;
         let event = Self::User { flag, device };
-        event.gate().store(0, Ordering::SeqCst);
+        GateWord(flag).close();
         Ok(event)
     }
 
-    fn gate(&self) -> &AtomicU32 {
+    fn gate(&self) -> Option<GateWord> {
         match self {
-            // SAFETY: the word is 4-byte aligned mapped memory owned by this
-            // event; the host touches it only atomically, the device only reads it.
-            Self::User { flag, .. } => unsafe { AtomicU32::from_ptr(flag.as_ptr()) },
-            Self::Timed { .. } => {
-                static NEVER: AtomicU32 = AtomicU32::new(1);
-                &NEVER
-            }
+            Self::User { flag, .. } => Some(GateWord(*flag)),
+            Self::Timed { .. } => None,
         }
     }
 
     /// Opens a user event's gate (no effect on timed events).
     pub(super) fn open(&self) {
-        self.gate().store(1, Ordering::SeqCst);
+        if let Some(gate) = self.gate() {
+            gate.open();
+        }
     }
 
     /// `true` once a user event's gate is open.
     pub(super) fn is_open(&self) -> bool {
-        self.gate().load(Ordering::SeqCst) >= 1
+        self.gate().is_none_or(|gate| gate.is_open())
     }
 
     /// Releases a timed event, or opens a user event's gate and returns its

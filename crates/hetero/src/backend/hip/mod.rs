@@ -48,29 +48,5 @@ pub(crate) fn discover() -> (Vec<HipDevice>, Vec<Error>) {
         error::check("hipGetDeviceCount", unsafe { hip::hipGetDeviceCount(&mut count) })?;
         Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(HipDevice::new).collect::<Vec<_>>())
     });
-    match found {
-        Ok(Ok(results)) => {
-            let mut devices = Vec::new();
-            let mut failures = Vec::new();
-            for result in results {
-                match result {
-                    Ok(d) => devices.push(d),
-                    Err(e) => failures.push(e),
-                }
-            }
-            (devices, failures)
-        }
-        Ok(Err(mut e)) => {
-            e.kind = ErrorKind::Unavailable;
-            (Vec::new(), vec![e])
-        }
-        Err(panic) => {
-            let why =
-                panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()));
-            unavailable(
-                "hipInit",
-                format!("the HIP runtime could not be used: {}", why.unwrap_or_else(|| "unknown failure".into())),
-            )
-        }
-    }
+    crate::backend::gpu_common::collect_devices(crate::device::Backend::Hip, "hipInit", found)
 }

@@ -15,7 +15,7 @@ use super::stream::{HostStream, Op};
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_range,
+    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_range,
 };
 use crate::error::{ErrorKind, Result};
 
@@ -251,13 +251,7 @@ impl Device for HostDevice {
     }
 
     fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
-        if src.len != dst.len {
-            return Err(error(
-                "copy_d2d",
-                ErrorKind::OutOfBounds,
-                format!("source has {} bytes but destination has {}", src.len, dst.len),
-            ));
-        }
+        check_copy_lengths(Backend::Host, src, dst)?;
         let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
         if src.len == 0 {
             return Ok(());
@@ -277,13 +271,7 @@ impl Device for HostDevice {
     }
 
     fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
-        if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
-            return Err(error(
-                "fill_u32",
-                ErrorKind::OutOfBounds,
-                format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
-            ));
-        }
+        check_fill_range(Backend::Host, dst)?;
         let mem = self.range("fill_u32", dst)?;
         if dst.len == 0 {
             return Ok(());

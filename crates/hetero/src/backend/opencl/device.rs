@@ -22,7 +22,7 @@ use super::stream::{self, ClStream};
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_range,
+    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{ErrorKind, Result};
 
@@ -322,13 +322,7 @@ impl Device for OpenClDevice {
     }
 
     fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
-        if src.len != dst.len {
-            return Err(error(
-                "copy_d2d",
-                ErrorKind::OutOfBounds,
-                format!("source has {} bytes but destination has {}", src.len, dst.len),
-            ));
-        }
+        check_copy_lengths(Backend::OpenCl, src, dst)?;
         let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
         let queue = self.queue("copy_d2d", stream)?;
         if src.len == 0 {
@@ -354,13 +348,7 @@ impl Device for OpenClDevice {
     }
 
     fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
-        if !dst.offset.is_multiple_of(4) || !dst.len.is_multiple_of(4) {
-            return Err(error(
-                "fill_u32",
-                ErrorKind::OutOfBounds,
-                format!("offset {} and length {} must be multiples of 4 bytes", dst.offset, dst.len),
-            ));
-        }
+        check_fill_range(Backend::OpenCl, dst)?;
         let mem = self.range("fill_u32", dst)?;
         let queue = self.queue("fill_u32", stream)?;
         if dst.len == 0 {
@@ -401,32 +389,7 @@ impl Device for OpenClDevice {
         config.validate(&self.info, "launch")?;
         let kernel = self.kernels.get("launch", kernel.0)?;
         let queue = self.queue("launch", stream)?;
-        let threads: usize = config.block.iter().map(|&b| b as usize).product();
-        if threads > kernel.max_work_group {
-            return Err(error(
-                "launch",
-                ErrorKind::InvalidLaunch,
-                format!(
-                    "block of {threads} threads but kernel `{}` can run at most {} per block on {}",
-                    kernel.name, kernel.max_work_group, self.info.name
-                ),
-            ));
-        }
-        let local_needed = config.shared_bytes as u64 + kernel.static_local;
-        if local_needed > self.info.shared_memory_per_block as u64 {
-            return Err(error(
-                "launch",
-                ErrorKind::InvalidLaunch,
-                format!(
-                    "kernel `{}` needs {local_needed} bytes of local memory ({} dynamic + {} static) but {} has {}",
-                    kernel.name,
-                    config.shared_bytes,
-                    kernel.static_local,
-                    self.info.name,
-                    self.info.shared_memory_per_block
-                ),
-            ));
-        }
+        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
         let dynamic_local = match kernel.num_args as usize {
             n if n == args.len() => false,
             n if n == args.len() + 1 && config.shared_bytes > 0 => true,
