@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod dump;
+pub mod html;
 pub mod inputs;
 pub mod junit;
 pub mod markdown;

@@ -65,6 +65,9 @@ struct Cli {
     /// Write every kernel and copy of pull and wave as Chrome trace-event JSON (open in Perfetto).
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Write one self-contained HTML page: tables, device timelines, wavefield snapshots.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// A request that cannot run: printed, exit status 2.
@@ -99,6 +102,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let mut junit_file = create("--junit", &cli.junit)?;
     let mut markdown_file = create("--markdown", &cli.markdown)?;
     let mut trace_file = create("--trace", &cli.trace)?;
+    let mut html_file = create("--html", &cli.html)?;
     let (contexts, unavailable) = select(cli)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump };
     println!(
@@ -151,6 +155,9 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     if let Some(file) = trace_file.as_mut() {
         let trace = conformance::timeline::chrome_trace(&report);
         file.write_all(trace.to_string().as_bytes()).map_err(|e| CannotRun(format!("--trace: {e}")))?;
+    }
+    if let Some(file) = html_file.as_mut() {
+        file.write_all(conformance::html::render(&report).as_bytes()).map_err(|e| CannotRun(format!("--html: {e}")))?;
     }
     if let Some(file) = markdown_file.as_mut() {
         file.write_all(conformance::markdown::render(&report).as_bytes())

@@ -104,6 +104,9 @@ pub struct ResultRecord {
     /// Per-operation device intervals (written to `--trace`, not to the report).
     #[serde(skip)]
     pub intervals: Vec<crate::timeline::Interval>,
+    /// Pictures of the output (written to `--html`, not to the report).
+    #[serde(skip)]
+    pub images: Vec<crate::html::Image>,
 }
 
 /// How far one backend's output is from another's.
@@ -136,6 +139,7 @@ impl ResultRecord {
             note: outcome.note.clone(),
             comparison: None,
             intervals: outcome.intervals.clone(),
+            images: outcome.images.clone(),
         }
     }
 
@@ -153,6 +157,7 @@ impl ResultRecord {
             note: Some(reason),
             comparison: None,
             intervals: Vec::new(),
+            images: Vec::new(),
         }
     }
 }

@@ -231,3 +231,21 @@ fn trace_is_trace_event_json() {
     assert!(names.contains(&"wave event-sync / copy") && names.contains(&"pull streams-4 / stream 3"), "{names:?}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `--html` writes one self-contained page with the table, a timeline per
+/// run and the wavefield snapshots.
+#[test]
+fn html_page_has_table_timelines_and_wavefields() {
+    let dir = scratch("html");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("r.html");
+    let out = conform(&["--backend", "host", "--workload", "pull,wave", "--html", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&path).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+    assert!(page.contains("<table>") && page.contains("<td>wave</td>"), "comparison table");
+    assert!(page.contains("<h2>Device timelines</h2>") && page.contains("<svg") && page.contains("#e8892b"), "timeline");
+    assert!(page.contains("<h2>Wavefield snapshots</h2>") && page.contains("<figcaption>step 300</figcaption>"), "images");
+    assert!(!page.contains("src=\"http") && !page.contains("<script"), "self-contained, no scripts");
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -194,6 +194,8 @@ pub struct Outcome {
     pub output: Option<Output>,
     /// Per-operation device intervals, where the workload records them.
     pub intervals: Vec<crate::timeline::Interval>,
+    /// Pictures of the output (wave snapshots) for the HTML page.
+    pub images: Vec<crate::html::Image>,
 }
 
 impl Outcome {
@@ -207,6 +209,7 @@ impl Outcome {
             note: None,
             output: None,
             intervals: Vec::new(),
+            images: Vec::new(),
         }
     }
 

@@ -285,6 +285,17 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcome = outcome.metric("copy_ms", copy_ms);
         match &baseline {
             None => {
+                // Pictures of the synchronous variant's snapshots, for --html.
+                let cells = g.cells();
+                outcome.images = run
+                    .snapshots
+                    .chunks(cells)
+                    .enumerate()
+                    .map(|(k, field)| {
+                        let label = format!("step {}", (k + 1) * g.snapshot_every);
+                        crate::html::Image::downsample(label, field, g.nx, g.ny, 64)
+                    })
+                    .collect();
                 // The sync variant runs copies and steps one after the
                 // other, so its total minus the copies is compute time.
                 // Each step must read two fields and write one.
