@@ -91,10 +91,14 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
     for (t, track) in tracks.iter().enumerate() {
         let y = t as f64 * row_height;
         let _ = write!(svg, "<text x=\"0\" y=\"{}\">{}</text>", y + 12.0, escape(track));
-        // Each track on its own time scale: variants ran one after another.
+        // One time scale per workload variant, so its streams line up;
+        // variants ran one after another, each gets the full width.
+        let variant = track.split(" / ").next().unwrap_or_default();
         let spans: Vec<_> = rows.iter().filter(|(k, _)| k == track).map(|(_, i)| *i).collect();
-        let start = spans.iter().map(|i| i.start_ms).fold(f64::INFINITY, f64::min);
-        let end = spans.iter().map(|i| i.end_ms).fold(f64::NEG_INFINITY, f64::max);
+        let same_variant: Vec<_> =
+            rows.iter().filter(|(k, _)| k.split(" / ").next() == Some(variant)).map(|(_, i)| *i).collect();
+        let start = same_variant.iter().map(|i| i.start_ms).fold(f64::INFINITY, f64::min);
+        let end = same_variant.iter().map(|i| i.end_ms).fold(f64::NEG_INFINITY, f64::max);
         let span = (end - start).max(1e-9);
         for i in spans {
             let x = label_width + (i.start_ms - start) / span * plot_width;
@@ -165,7 +169,7 @@ pub fn render(report: &Report) -> String {
          figure{display:inline-block;margin:4px}figcaption{font-size:12px;text-align:center}</style></head><body>\n",
     );
     page += &tables(&crate::markdown::render(report));
-    page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; each row on its own time scale.</p>\n";
+    page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; the streams of one workload variant share a time scale.</p>\n";
     for run in &report.runs {
         if let Some(svg) = timeline_svg(&run.results) {
             let _ = writeln!(page, "<h3>{} ({})</h3>{svg}", escape(&run.backend), escape(&run.device.name));

@@ -244,8 +244,14 @@ fn html_page_has_table_timelines_and_wavefields() {
     let page = std::fs::read_to_string(&path).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
     assert!(page.contains("<table>") && page.contains("<td>wave</td>"), "comparison table");
-    assert!(page.contains("<h2>Device timelines</h2>") && page.contains("<svg") && page.contains("#e8892b"), "timeline");
-    assert!(page.contains("<h2>Wavefield snapshots</h2>") && page.contains("<figcaption>step 300</figcaption>"), "images");
+    assert!(
+        page.contains("<h2>Device timelines</h2>") && page.contains("<svg") && page.contains("#e8892b"),
+        "timeline"
+    );
+    assert!(
+        page.contains("<h2>Wavefield snapshots</h2>") && page.contains("<figcaption>step 300</figcaption>"),
+        "images"
+    );
     assert!(!page.contains("src=\"http") && !page.contains("<script"), "self-contained, no scripts");
     std::fs::remove_dir_all(dir).unwrap();
 }
