@@ -20,4 +20,4 @@ pub mod timeline;
 pub mod workloads;
 
 pub use run::{Baseline, Selection, run_device};
-pub use workloads::{Size, Workload};
+pub use workloads::{Size, Tuning, Workload};

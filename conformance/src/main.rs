@@ -68,6 +68,18 @@ struct Cli {
     /// Write one self-contained HTML page: tables, device timelines, wavefield snapshots.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// Stream counts of the pull variants, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pull_streams: Vec<u16>,
+    /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.
+    #[arg(long)]
+    pull_pageable: bool,
+    /// Wave grid side in cells (default: by size).
+    #[arg(long, value_name = "CELLS", value_parser = clap::value_parser!(u32).range(5..=65536))]
+    wave_grid: Option<u32>,
+    /// Wave steps between snapshots (default: by size).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    snapshot_every: Option<u32>,
 }
 
 /// A request that cannot run: printed, exit status 2.
@@ -104,7 +116,13 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let mut trace_file = create("--trace", &cli.trace)?;
     let mut html_file = create("--html", &cli.html)?;
     let (contexts, unavailable) = select(cli)?;
-    let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump };
+    let tuning = conformance::Tuning {
+        pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
+        pull_pageable: cli.pull_pageable,
+        wave_grid: cli.wave_grid.map(|n| n as usize),
+        wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
+    };
+    let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump, tuning };
     println!(
         "hetero conform: {} on {}, size {}, seed {}",
         cli.workload.iter().map(|w| w.name()).collect::<Vec<_>>().join(","),

@@ -19,6 +19,8 @@ pub struct Selection {
     pub seed: u64,
     /// Where to dump arrays.
     pub dump: Option<Dump>,
+    /// Workload parameters beyond the size class.
+    pub tuning: workloads::Tuning,
 }
 
 /// The first device's outputs, which later devices are compared with.
@@ -45,7 +47,13 @@ pub fn run_device(
     baseline: &mut Baseline,
     mut on_result: impl FnMut(&ResultRecord),
 ) -> Run {
-    let env = Env { ctx, size: selection.size, seed: selection.seed, dump: selection.dump.as_ref() };
+    let env = Env {
+        ctx,
+        size: selection.size,
+        seed: selection.seed,
+        dump: selection.dump.as_ref(),
+        tuning: &selection.tuning,
+    };
     let d2d_gbps = workloads::copy_bandwidth(ctx, selection.size).ok();
     let first = baseline.label.is_none();
     let mut results = Vec::new();

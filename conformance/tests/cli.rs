@@ -255,3 +255,39 @@ fn html_page_has_table_timelines_and_wavefields() {
     assert!(!page.contains("src=\"http") && !page.contains("<script"), "self-contained, no scripts");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Pull's stream counts and pageable staging, and wave's grid and snapshot
+/// interval, are chosen on the command line; bad values exit 2.
+#[test]
+fn workload_options() {
+    let dir = scratch("options");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("o.json");
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "pull,wave",
+        "--pull-streams",
+        "2,3",
+        "--pull-pageable",
+        "--wave-grid",
+        "40",
+        "--snapshot-every",
+        "100",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let variants: Vec<&str> =
+        report["runs"][0]["results"].as_array().unwrap().iter().map(|r| r["variant"].as_str().unwrap()).collect();
+    assert_eq!(
+        variants,
+        ["streams-2", "streams-3", "pageable-streams-2", "pageable-streams-3", "sync", "stream-sync", "event-sync"]
+    );
+    for bad in [&["--pull-streams", "0"][..], &["--wave-grid", "3"], &["--snapshot-every", "0"]] {
+        assert_eq!(conform(bad).status.code(), Some(2), "{bad:?}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

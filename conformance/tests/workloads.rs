@@ -15,7 +15,13 @@ fn context(backend: Backend) -> Option<Context<AnyDevice>> {
 
 fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
     let ctx = context(backend)?;
-    let selection = Selection { workloads: vec![workload], size: Size::Small, seed: inputs::DEFAULT_SEED, dump: None };
+    let selection = Selection {
+        workloads: vec![workload],
+        size: Size::Small,
+        seed: inputs::DEFAULT_SEED,
+        dump: None,
+        tuning: Default::default(),
+    };
     Some(run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results)
 }
 
@@ -61,7 +67,13 @@ fn another_seed_gives_other_inputs_and_still_passes() {
     let mut a = inputs::rng(1, "scan");
     let mut b = inputs::rng(2, "scan");
     assert_ne!(rand::Rng::random::<u64>(&mut a), rand::Rng::random::<u64>(&mut b));
-    let selection = Selection { workloads: vec![Workload::Reduce], size: Size::Small, seed: 99, dump: None };
+    let selection = Selection {
+        workloads: vec![Workload::Reduce],
+        size: Size::Small,
+        seed: 99,
+        dump: None,
+        tuning: Default::default(),
+    };
     assert!(
         run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
     );

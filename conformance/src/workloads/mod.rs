@@ -75,6 +75,28 @@ pub struct Env<'a> {
     pub seed: u64,
     /// Where to write arrays, if anywhere.
     pub dump: Option<&'a Dump>,
+    /// Workload parameters beyond the size class.
+    pub tuning: &'a Tuning,
+}
+
+/// Workload parameters beyond the size class, to balance copies and compute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tuning {
+    /// Stream counts of the pull variants (one variant each).
+    pub pull_streams: Vec<usize>,
+    /// Also stage pull's inputs from pageable memory (blocking copies), as
+    /// extra variants to compare with pinned staging.
+    pub pull_pageable: bool,
+    /// Wave grid side (cells), instead of the size class's.
+    pub wave_grid: Option<usize>,
+    /// Wave steps between snapshots, instead of the size class's.
+    pub wave_snapshot_every: Option<usize>,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self { pull_streams: vec![1, 4], pull_pageable: false, wave_grid: None, wave_snapshot_every: None }
+    }
 }
 
 impl Env<'_> {

@@ -29,8 +29,6 @@ use crate::check::{elementwise, gamma, tree_depth};
 use crate::inputs;
 use crate::timeline::{Kind, Timeline, hidden_copy_fraction};
 
-/// Variant name and number of lanes (streams).
-pub const VARIANTS: [(&str, usize); 2] = [("streams-1", 1), ("streams-4", 4)];
 /// Threads per block of `pull_jets` (one block per jet).
 pub const THREADS: u32 = 64;
 /// Jets per event are uniform in `1..=MAX_JETS`.
@@ -163,6 +161,14 @@ pub fn reference(c: &Collisions) -> (Vec<f64>, Vec<f64>) {
     (pull, tolerance)
 }
 
+/// Where a batch's inputs are copied from.
+enum Staging<'a> {
+    /// Sub-ranges of pinned buffers: asynchronous copies.
+    Pinned(&'a Staged),
+    /// The generated vectors themselves: pageable memory, blocking copies.
+    Pageable(&'a Collisions),
+}
+
 /// Pinned staging of every event's inputs.
 struct Staged {
     counts: PinnedBuffer<u32>,
@@ -201,7 +207,7 @@ impl Lane {
     /// copy out, each as a span of `timeline` on track `track`.
     fn enqueue(
         &mut self,
-        staged: &Staged,
+        staged: &Staging<'_>,
         kernel: &Kernel,
         e: EventRange,
         timeline: &mut Timeline<'_>,
@@ -211,15 +217,28 @@ impl Lane {
         let jets = e.first_jet..e.first_jet + e.jets;
         let consts = e.first_constituent..e.first_constituent + e.constituents;
         let (counts, jet, constituent) = (&mut self.counts, &mut self.jet, &mut self.constituent);
-        timeline.span(s, track, "stage in", Kind::Copy, || {
-            s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
-            for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
-                s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+        timeline.span(s, track, "stage in", Kind::Copy, || match staged {
+            Staging::Pinned(staged) => {
+                s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
+                for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
+                    s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+                }
+                for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
+                    s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+                }
+                Ok::<(), hetero::Error>(())
             }
-            for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
-                s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+            // Ordinary memory: each copy returns only when it is done.
+            Staging::Pageable(c) => {
+                s.copy_from_host(&c.counts[jets.clone()], counts.slice_mut(..e.jets)?)?;
+                for (src, dst) in c.jet.iter().zip(jet.iter_mut()) {
+                    s.copy_from_host(&src[jets.clone()], dst.slice_mut(..e.jets)?)?;
+                }
+                for (src, dst) in c.constituent.iter().zip(constituent.iter_mut()) {
+                    s.copy_from_host(&src[consts.clone()], dst.slice_mut(..e.constituents)?)?;
+                }
+                Ok(())
             }
-            Ok::<(), hetero::Error>(())
         })?;
         let (scan, offsets, pull) = (&mut self.scan, &mut self.offsets, &mut self.pull);
         let (counts, jet, constituent) = (&self.counts, &self.jet, &self.constituent);
@@ -288,11 +307,17 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     if let Some(&first) = batches.first() {
         let mut lane = Lane::new(ctx, max_jets, max_constituents, total_jets)?;
         let mut timeline = Timeline::new(ctx, &lane.stream, &[])?;
-        lane.enqueue(&staged, &kernel, first, &mut timeline, "warm-up")?;
+        lane.enqueue(&Staging::Pinned(&staged), &kernel, first, &mut timeline, "warm-up")?;
         lane.stream.synchronize()?;
     }
     let mut outcomes = Vec::new();
-    for (name, lanes) in VARIANTS {
+    let mut variants: Vec<(String, usize, bool)> =
+        env.tuning.pull_streams.iter().map(|&n| (format!("streams-{n}"), n.max(1), false)).collect();
+    if env.tuning.pull_pageable {
+        variants.extend(env.tuning.pull_streams.iter().map(|&n| (format!("pageable-streams-{n}"), n.max(1), true)));
+    }
+    for (name, lanes, pageable) in variants {
+        let staging = if pageable { Staging::Pageable(&collisions) } else { Staging::Pinned(&staged) };
         let mut lanes: Vec<Lane> =
             (0..lanes).map(|_| Lane::new(ctx, max_jets, max_constituents, total_jets)).collect::<Result<_, _>>()?;
         let start = ctx.event()?;
@@ -306,7 +331,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         drop(others);
         let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
         for (i, &batch) in batches.iter().enumerate() {
-            lanes[i % count].enqueue(&staged, &kernel, batch, &mut timeline, &tracks[i % count])?;
+            lanes[i % count].enqueue(&staging, &kernel, batch, &mut timeline, &tracks[i % count])?;
         }
         let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
         for (lane, end) in lanes.iter().zip(&ends) {

@@ -254,7 +254,19 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
 
 /// Runs the three variants and compares them with the reference and with each other.
 pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
-    let g = Grid::of(env.size);
+    let mut g = Grid::of(env.size);
+    if let Some(side) = env.tuning.wave_grid {
+        (g.nx, g.ny) = (side, side);
+    }
+    if let Some(every) = env.tuning.wave_snapshot_every {
+        g.snapshot_every = every;
+    }
+    if g.nx < 5 || g.snapshot_every == 0 || g.snapshot_every > g.steps {
+        return Err(Failure::Internal(format!(
+            "wave needs a grid of at least 5 cells a side and 1..={} steps between snapshots (got {} and {})",
+            g.steps, g.nx, g.snapshot_every
+        )));
+    }
     let source = ricker(g.steps);
     env.dump(Workload::Wave, "source", &[g.steps as u64], &source)?;
     let expect = reference(g, &source);
