@@ -5,7 +5,7 @@
 //! request cannot run (bad arguments, a backend that is missing, an
 //! unwritable output path).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -132,17 +132,33 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     );
     let mut runs = Vec::new();
     let mut baseline = conformance::Baseline::default();
+    // On a terminal, a spinner with the latest result; otherwise (CI logs) a line per result.
+    let progress = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        bar
+    });
     for ctx in &contexts {
+        if let Some(bar) = &progress {
+            bar.set_message(format!("{}: running", ctx.info().backend));
+        }
         let run = run_device(ctx, &selection, &mut baseline, |r| {
-            eprintln!(
-                "  {} {} {}: {}",
+            let line = format!(
+                "{} {} {}: {}",
                 ctx.info().backend,
                 r.workload.name(),
                 r.variant,
                 if r.passed { "pass" } else { "FAIL" }
             );
+            match &progress {
+                Some(bar) => bar.set_message(line),
+                None => eprintln!("  {line}"),
+            }
         });
         runs.push(run);
+    }
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
     }
     let report = Report {
         schema_version: SCHEMA_VERSION,
