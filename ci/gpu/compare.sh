@@ -5,7 +5,7 @@
 #   bash ci/gpu/compare.sh medium
 #
 # Runs every backend of the node side by side (`conform --backend all`) and
-# writes $OUT/all.{json,xml,md} and the device timelines $OUT/trace.json.
+# writes $OUT/all.{json,xml,md,html} and the device timelines $OUT/trace.json.
 set -uo pipefail
 size=${1:-medium}
 out=${OUT:-/tmp/hetero-out}
@@ -17,4 +17,5 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 backends_for_env=hip
 source ci/gpu/env.sh
 HETERO_REQUIRE=host,opencl,cuda,hip timeout 500 .gpu/bin/conform --backend all --size "$size" \
-  --json "$out/all.json" --junit "$out/all.xml" --markdown "$out/all.md" --trace "$out/trace.json"
+  --json "$out/all.json" --junit "$out/all.xml" --markdown "$out/all.md" --trace "$out/trace.json" \
+  --html "$out/all.html"

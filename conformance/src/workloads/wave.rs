@@ -297,15 +297,19 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcome = outcome.metric("copy_ms", copy_ms);
         match &baseline {
             None => {
-                // Pictures of the synchronous variant's snapshots, for --html.
+                // Pictures of up to six of the synchronous variant's
+                // snapshots, evenly spaced, for --html.
                 let cells = g.cells();
+                let count = run.snapshots.len() / cells.max(1);
+                let stride = count.div_ceil(6).max(1);
                 outcome.images = run
                     .snapshots
                     .chunks(cells)
                     .enumerate()
+                    .filter(|(k, _)| (k + 1) % stride == 0)
                     .map(|(k, field)| {
                         let label = format!("step {}", (k + 1) * g.snapshot_every);
-                        crate::html::Image::downsample(label, field, g.nx, g.ny, 64)
+                        crate::html::Image::downsample(label, field, g.nx, g.ny, 48)
                     })
                     .collect();
                 // The sync variant runs copies and steps one after the
