@@ -94,6 +94,11 @@ impl<'a> Timeline<'a> {
     }
 }
 
+/// Total duration of the intervals of one kind, in ms.
+pub fn total_ms(intervals: &[Interval], kind: Kind) -> f64 {
+    intervals.iter().filter(|i| i.kind == kind).map(|i| (i.end_ms - i.start_ms).max(0.0)).sum()
+}
+
 /// Fraction of copy time that overlaps kernel time, from the intervals
 /// (`None` without copies).
 pub fn hidden_copy_fraction(intervals: &[Interval]) -> Option<f64> {

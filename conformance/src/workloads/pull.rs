@@ -27,7 +27,7 @@ use super::scan::ScanPlan;
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{elementwise, gamma, tree_depth};
 use crate::inputs;
-use crate::timeline::{Kind, Timeline, hidden_copy_fraction};
+use crate::timeline::{Kind, Timeline, hidden_copy_fraction, total_ms};
 
 /// Threads per block of `pull_jets` (one block per jet).
 pub const THREADS: u32 = 64;
@@ -351,7 +351,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
         let verdict = elementwise(&got, &expect, |i| tolerance[i]);
         let intervals = timeline.finish()?;
-        let mut outcome = Outcome::new(name, verdict, Some(ms));
+        let mut outcome = Outcome::new(name, verdict, Some(ms))
+            .metric("copy_ms", total_ms(&intervals, Kind::Copy))
+            .metric("compute_ms", total_ms(&intervals, Kind::Kernel));
         if let Some(hidden) = hidden_copy_fraction(&intervals) {
             outcome = outcome.metric("hidden_copy_fraction", hidden);
         }

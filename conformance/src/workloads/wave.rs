@@ -148,7 +148,7 @@ struct Run {
 impl Run {
     /// Total time of the snapshot copies themselves.
     fn copy_ms(&self) -> f64 {
-        self.intervals.iter().filter(|i| i.kind == Kind::Copy).map(|i| i.end_ms - i.start_ms).sum()
+        crate::timeline::total_ms(&self.intervals, Kind::Copy)
     }
 }
 
