@@ -37,3 +37,19 @@ fn a_backend_not_compiled_in_is_unavailable_with_its_feature_named() {
         assert!(err.to_string().contains(&format!("feature `{backend}`")), "{err}");
     }
 }
+
+/// Objects of two backends never mix: using an OpenCL buffer or event with
+/// a host stream is a `DeviceMismatch`, not undefined behaviour.
+#[test]
+fn objects_of_two_backends_do_not_mix() {
+    let Some(host) = hetero::testing::context_or_skip(Backend::Host).unwrap() else { return };
+    let Some(other) = hetero::testing::context_or_skip(Backend::OpenCl).unwrap() else { return };
+    let stream = host.stream().unwrap();
+    let foreign = other.alloc_pinned::<f32>(8).unwrap();
+    let mut local = host.alloc::<f32>(8).unwrap();
+    assert_eq!(stream.copy(&foreign, &mut local).unwrap_err().kind, ErrorKind::DeviceMismatch);
+    let event = other.event().unwrap();
+    let err = stream.record(&event).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::DeviceMismatch);
+    assert!(err.message.contains("host") && err.message.contains("opencl"), "{err}");
+}
