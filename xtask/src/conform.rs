@@ -5,11 +5,32 @@ use std::process::{Command, ExitCode};
 /// Backend names that are also cargo features of the `conformance` crate.
 const BACKENDS: [&str; 4] = ["host", "opencl", "cuda", "hip"];
 
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+/// `cargo run --release` of a binary of the conformance crate with `features`
+/// (`None`: the crate's defaults) and `args`; its exit status, or 2 when
+/// cargo cannot be started.
+fn run_conformance_bin(command: &str, bin: &str, features: Option<&[String]>, args: &[String]) -> ExitCode {
+    let mut cargo_run = Command::new(cargo());
+    cargo_run.args(["run", "--release", "--quiet", "--package", "conformance", "--bin", bin]);
+    if let Some(features) = features {
+        cargo_run.args(["--no-default-features", "--features", &features.join(",")]);
+    }
+    match cargo_run.arg("--").args(args).status() {
+        Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
+        Err(e) => {
+            eprintln!("cargo xtask {command}: cannot run cargo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Builds and runs `conform` with `args`; returns its exit status (2 when
 /// it cannot be built or started).
 pub fn run(args: &[String]) -> ExitCode {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let available = match conformance_features(&cargo) {
+    let available = match conformance_features(&cargo()) {
         Ok(features) => features,
         Err(e) => {
             eprintln!("cargo xtask conform: cannot read the workspace: {e}");
@@ -17,35 +38,12 @@ pub fn run(args: &[String]) -> ExitCode {
         }
     };
     let features = features_for(requested_backend(args), &available);
-    let status = Command::new(&cargo)
-        .args(["run", "--release", "--quiet", "--package", "conformance", "--bin", "conform", "--no-default-features"])
-        .args(["--features", &features.join(",")])
-        .arg("--")
-        .args(args)
-        .status();
-    match status {
-        Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
-        Err(e) => {
-            eprintln!("cargo xtask conform: cannot run cargo: {e}");
-            ExitCode::from(2)
-        }
-    }
+    run_conformance_bin("conform", "conform", Some(&features), args)
 }
 
 /// Builds and runs the `report` tool of the conformance crate with `args`.
 pub fn run_report(args: &[String]) -> ExitCode {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let status = Command::new(&cargo)
-        .args(["run", "--release", "--quiet", "--package", "conformance", "--bin", "report", "--"])
-        .args(args)
-        .status();
-    match status {
-        Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
-        Err(e) => {
-            eprintln!("cargo xtask report: cannot run cargo: {e}");
-            ExitCode::from(2)
-        }
-    }
+    run_conformance_bin("report", "report", None, args)
 }
 
 /// The value of `--backend` (either `--backend X` or `--backend=X`), default `auto`.

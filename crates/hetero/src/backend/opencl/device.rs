@@ -35,6 +35,8 @@ pub struct OpenClDevice {
     max_alloc: u64,
     /// Alignment in bytes that a sub-buffer's origin needs.
     base_align: usize,
+    /// Maps and unmaps pinned buffers; runs nothing else.
+    mapper: Arc<CommandQueue>,
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
     allocs: Handles<ClMemory>,
@@ -77,7 +79,9 @@ impl OpenClDevice {
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
         };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
+        let mapper = Arc::new(stream::create(&context)?);
         Ok(Self {
+            mapper,
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -259,8 +263,8 @@ impl Device for OpenClDevice {
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
-        let queue = stream::create(&self.context)?;
-        Ok(AllocId(self.allocs.insert(ClMemory::pinned(self.context.get(), queue, bytes, self.max_alloc)?)))
+        let pinned = ClMemory::pinned(self.context.get(), Arc::clone(&self.mapper), bytes, self.max_alloc)?;
+        Ok(AllocId(self.allocs.insert(pinned)))
     }
 
     fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {

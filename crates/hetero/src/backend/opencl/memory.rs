@@ -7,6 +7,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use opencl3::command_queue::{CommandQueue, enqueue_map_buffer, enqueue_unmap_mem_object};
 use opencl3::memory::{
@@ -24,7 +25,7 @@ use crate::error::{ErrorKind, Result};
 pub(super) struct ClMemory {
     pub(super) mem: cl_mem,
     pub(super) size: usize,
-    mapped: Option<(NonNull<u8>, CommandQueue)>,
+    mapped: Option<(NonNull<u8>, Arc<CommandQueue>)>,
 }
 
 // SAFETY: OpenCL memory objects may be used from any thread; the mapped
@@ -40,8 +41,9 @@ impl ClMemory {
         Ok(Self { mem, size, mapped: None })
     }
 
-    /// A mapped, zeroed host buffer of `size` bytes, mapped through `queue`.
-    pub(super) fn pinned(context: cl_context, queue: CommandQueue, size: usize, limit: u64) -> Result<Self> {
+    /// A mapped, zeroed host buffer of `size` bytes, mapped through `queue`
+    /// (the device's queue for mapping, which runs nothing else).
+    pub(super) fn pinned(context: cl_context, queue: Arc<CommandQueue>, size: usize, limit: u64) -> Result<Self> {
         let mem = create(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, limit, "alloc_pinned")?;
         let mut memory = Self { mem, size, mapped: None };
         let mut host: cl_mem = std::ptr::null_mut();
