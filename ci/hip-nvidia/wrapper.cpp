@@ -50,6 +50,9 @@ EXPORT hipError_t hetero_hipDeviceGetAttribute(int* value, int attribute, int de
         case 26: attr = hipDeviceAttributeMaxBlockDimX; break;
         case 27: attr = hipDeviceAttributeMaxBlockDimY; break;
         case 28: attr = hipDeviceAttributeMaxBlockDimZ; break;
+        case 29: attr = hipDeviceAttributeMaxGridDimX; break;
+        case 30: attr = hipDeviceAttributeMaxGridDimY; break;
+        case 31: attr = hipDeviceAttributeMaxGridDimZ; break;
         case 56: attr = hipDeviceAttributeMaxThreadsPerBlock; break;
         case 61: attr = hipDeviceAttributeComputeCapabilityMinor; break;
         case 63: attr = hipDeviceAttributeMultiprocessorCount; break;
@@ -65,6 +68,7 @@ EXPORT hipError_t hetero_hipStreamCreateWithPriority(hipStream_t* stream, unsign
 }
 EXPORT hipError_t hetero_hipStreamDestroy(hipStream_t stream) { return hipStreamDestroy(stream); }
 EXPORT hipError_t hetero_hipStreamSynchronize(hipStream_t stream) { return hipStreamSynchronize(stream); }
+EXPORT hipError_t hetero_hipDeviceSynchronize(void) { return hipDeviceSynchronize(); }
 EXPORT hipError_t hetero_hipStreamQuery(hipStream_t stream) { return hipStreamQuery(stream); }
 EXPORT hipError_t hetero_hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
     return hipStreamWaitEvent(stream, event, flags);

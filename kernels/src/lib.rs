@@ -74,6 +74,77 @@ pub fn kernel_names(source: &str) -> Vec<String> {
     names
 }
 
+/// Each kernel of `source` with its parameter declarations, in order
+/// (e.g. `("affine_u32", ["GLOBAL uint* x", "uint n", ...])`). A
+/// `SHARED_PARAM(...)` is not a parameter: launchers pass dynamic shared
+/// memory by byte count. A kernel whose parameter list does not close is
+/// left out.
+pub fn kernel_params(source: &str) -> Vec<(String, Vec<String>)> {
+    let code = strip_comments(source);
+    let mut out = Vec::new();
+    for name in kernel_names(source) {
+        let Some(list) = param_list(&code, &name) else { continue };
+        let mut params = Vec::new();
+        let mut depth = 0usize;
+        let mut current = String::new();
+        for c in list.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if c == ',' && depth == 0 {
+                params.push(std::mem::take(&mut current));
+            } else {
+                current.push(c);
+            }
+        }
+        params.push(current);
+        let params = params
+            .iter()
+            .map(|p| {
+                // `uint n SHARED_PARAM(float, sh)`: the macro follows the last parameter.
+                let p = p.find("SHARED_PARAM").map_or(p.as_str(), |at| &p[..at]);
+                p.split_whitespace().collect::<Vec<_>>().join(" ")
+            })
+            .filter(|p| !p.is_empty() && p != "void")
+            .collect();
+        out.push((name, params));
+    }
+    out
+}
+
+/// The text between the parentheses of `KERNEL void name(...)` in comment-free `code`.
+fn param_list<'a>(code: &'a str, name: &str) -> Option<&'a str> {
+    let mut rest = code;
+    while let Some(pos) = rest.find(name) {
+        let before = rest[..pos].trim_end();
+        let after = rest[pos + name.len()..].trim_start();
+        if before.ends_with("void")
+            && before[..before.len() - 4].trim_end().ends_with("KERNEL")
+            && after.starts_with('(')
+        {
+            let body = &after[1..];
+            let mut depth = 1usize;
+            for (i, c) in body.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(&body[..i]);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            return None;
+        }
+        rest = &rest[pos + name.len()..];
+    }
+    None
+}
+
 fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
@@ -121,6 +192,21 @@ mod tests {
         check(PULL, &["pull_jets"]);
         check(WAVE, &["wave_step"]);
         check(UTIL, &["affine_u32"]);
+    }
+
+    #[test]
+    fn parameter_lists() {
+        let params = |src: &str| kernel_params(src).into_iter().map(|(n, p)| (n, p.len())).collect::<Vec<_>>();
+        let counts = |src: &str| params(src).into_iter().map(|(_, c)| c).collect::<Vec<_>>();
+        assert_eq!(counts(UTIL), [4]);
+        assert_eq!(counts(REDUCE), [3, 3]);
+        assert_eq!(kernel_params(UTIL)[0].1, ["GLOBAL uint* x", "uint n", "uint a", "uint b"]);
+        assert_eq!(params("KERNEL void f(void) {}\nKERNEL  void g( ) {}"), [("f".into(), 0), ("g".into(), 0)]);
+        assert_eq!(params("KERNEL void h(uint n SHARED_PARAM(float, sh)) {}"), [("h".into(), 1)]);
+        assert_eq!(params("KERNEL void open(uint n"), []);
+        for (_, src) in ALL {
+            assert_eq!(kernel_params(src).len(), kernel_names(src).len());
+        }
     }
 
     #[test]

@@ -97,6 +97,8 @@ pub struct DeviceInfo {
     pub max_threads_per_block: u32,
     /// Largest block extent per dimension.
     pub max_block_dims: [u32; 3],
+    /// Largest number of blocks per grid dimension.
+    pub max_grid_dims: [u32; 3],
     /// Shared (local) memory available to one block, in bytes.
     pub shared_memory_per_block: usize,
     /// Streaming multiprocessors / compute units.
@@ -195,6 +197,11 @@ impl LaunchConfig {
                 return fail(format!("block dimension {axis} is {b} but {} allows at most {max}", info.name));
             }
         }
+        for (axis, (&g, &max)) in self.grid.iter().zip(&info.max_grid_dims).enumerate() {
+            if g > max {
+                return fail(format!("grid dimension {axis} is {g} blocks but {} allows at most {max}", info.name));
+            }
+        }
         if self.shared_bytes > info.shared_memory_per_block {
             return fail(format!(
                 "launch asks for {} bytes of shared memory per block but {} has {}",
@@ -225,12 +232,37 @@ pub enum KernelArg {
 
 /// Streams, events, memory, copies and kernels of one device.
 ///
-/// Handles are plain data and are only meaningful to the device that issued
-/// them; a handle from another device is refused with
-/// [`ErrorKind::InvalidHandle`]. Work enqueued on one stream runs in order;
-/// work on different streams is ordered only through events. Errors raised
-/// by work that already ran asynchronously are reported by the next
-/// synchronising call on that stream.
+/// # Contract (who may call what)
+///
+/// The trait is *unsafe by contract*, as in wgpu-hal. Handles are plain data
+/// that anyone can copy or forge, so every method that takes a handle or a
+/// byte range is an `unsafe fn`: its caller promises what the device cannot
+/// check cheaply — that no queued work still uses memory being freed or
+/// touched from the host, that no other stream writes a range while an
+/// operation uses it, and that the handles it passes are owned by it (not
+/// destroyed, or used, by another owner at the same time). The typed layer in
+/// [`crate::safe`] owns its handles and upholds these rules, so safe code
+/// goes through it; methods that take no handle are safe.
+///
+/// What a backend guarantees in return, whatever the caller passes:
+///
+/// - a handle of another device, or one already released, is refused with
+///   [`ErrorKind::InvalidHandle`]; ranges outside their allocation with
+///   [`ErrorKind::OutOfBounds`]; device operations ([`Device::fill_u32`],
+///   [`Device::copy_d2d`], kernel buffers) on pinned allocations with
+///   [`ErrorKind::InvalidHandle`];
+/// - a call that returns an error has enqueued nothing;
+/// - work on one stream runs in order; streams are ordered only by events;
+/// - an asynchronous failure is sticky on its stream and reaches every
+///   stream that waits on an event recorded after it (the waiting stream
+///   fails too), and is reported by the next synchronising call;
+/// - [`Device::synchronize_stream`] returns (with or without an error) only
+///   once every operation enqueued on the stream has completed or can never
+///   run any more (a sticky fault, a lost device), so memory they use may be
+///   released after it returns;
+/// - no call blocks on work that the host has yet to release
+///   ([`Device::destroy_stream`] and [`Device::free`] never wait for queued
+///   work), and dropping the device completes every user event still open.
 #[enum_dispatch]
 pub trait Device: Send + Sync + 'static {
     /// Static description and limits of the device.
@@ -238,12 +270,22 @@ pub trait Device: Send + Sync + 'static {
 
     /// Creates an in-order stream.
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId>;
-    /// Waits for the stream's work to finish, then releases it.
-    fn destroy_stream(&self, stream: StreamId) -> Result<()>;
-    /// Blocks the host until all work enqueued on `stream` has completed.
-    fn synchronize_stream(&self, stream: StreamId) -> Result<()>;
+    /// Releases a stream without waiting: work already enqueued still runs.
+    ///
+    /// # Safety
+    /// No other caller may use `stream` during or after this call.
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()>;
+    /// Blocks the host until all work enqueued on `stream` has completed (or
+    /// can never run: see the trait's contract).
+    ///
+    /// # Safety
+    /// `stream` must be owned by the caller (not being destroyed).
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()>;
     /// `true` when all work enqueued on `stream` has completed.
-    fn query_stream(&self, stream: StreamId) -> Result<bool>;
+    ///
+    /// # Safety
+    /// As for [`Device::synchronize_stream`].
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool>;
 
     /// Creates an event that can be recorded, waited on and timed.
     fn create_event(&self) -> Result<EventId>;
@@ -251,33 +293,68 @@ pub trait Device: Send + Sync + 'static {
     /// [`Device::complete_user_event`]: a gate that holds streams waiting on it.
     fn create_user_event(&self) -> Result<EventId>;
     /// Completes a user event, releasing every stream waiting on it.
-    fn complete_user_event(&self, event: EventId) -> Result<()>;
-    /// Releases an event. Streams already waiting on it still see its completion.
-    fn destroy_event(&self, event: EventId) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` must be owned by the caller.
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()>;
+    /// Releases an event (completing it if it is an open user event).
+    /// Streams already waiting on it still see its completion.
+    ///
+    /// # Safety
+    /// No other caller may use `event` during or after this call; in
+    /// particular the typed layer's tracking events are its own.
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()>;
     /// Marks the point in `stream` reached by all work enqueued so far.
-    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` and `stream` must be owned by the caller; re-recording an
+    /// event that someone relies on to track memory breaks that tracking.
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()>;
     /// `true` when the last recording has completed (or the event was never recorded).
-    fn query_event(&self, event: EventId) -> Result<bool>;
+    ///
+    /// # Safety
+    /// `event` must be owned by the caller.
+    unsafe fn query_event(&self, event: EventId) -> Result<bool>;
     /// Blocks the host until the last recording has completed.
-    fn synchronize_event(&self, event: EventId) -> Result<()>;
+    ///
+    /// # Safety
+    /// `event` must be owned by the caller.
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()>;
     /// Milliseconds between two completed recordings, from device clocks.
-    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64>;
-    /// Makes later work on `stream` wait for the event's last recording, without blocking the host.
-    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()>;
+    ///
+    /// # Safety
+    /// Both events must be owned by the caller.
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64>;
+    /// Makes later work on `stream` wait for the event's last recording,
+    /// without blocking the host. If the recorded stream had failed, the
+    /// waiting stream fails too.
+    ///
+    /// # Safety
+    /// Both handles must be owned by the caller.
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()>;
 
     /// Allocates `bytes` of device memory (contents unspecified).
     fn alloc_device(&self, bytes: usize) -> Result<AllocId>;
-    /// Allocates `bytes` of page-locked host memory usable by asynchronous copies, zeroed.
+    /// Allocates `bytes` of page-locked host memory usable by asynchronous
+    /// copies, zeroed, aligned to at least [`PINNED_ALIGN`] bytes.
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId>;
     /// The host address of a pinned allocation. Stays valid until it is freed.
-    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>>;
-    /// Size in bytes of a device or pinned allocation.
-    fn alloc_size(&self, alloc: AllocId) -> Result<usize>;
-    /// Releases a device or pinned allocation.
     ///
     /// # Safety
-    /// No enqueued work that uses `alloc` may still be pending, and for a
-    /// pinned allocation no host reference into it may outlive this call.
+    /// `alloc` must be owned by the caller; reading or writing through the
+    /// pointer is only sound while no queued work uses the bytes touched.
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>>;
+    /// Size in bytes of a device or pinned allocation.
+    ///
+    /// # Safety
+    /// `alloc` must be owned by the caller.
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize>;
+    /// Releases a device or pinned allocation. Never waits for queued work.
+    ///
+    /// # Safety
+    /// No enqueued work that uses `alloc` may still be pending, no other
+    /// caller may use `alloc` after this call, and for a pinned allocation
+    /// no host reference into it may outlive this call.
     unsafe fn free(&self, alloc: AllocId) -> Result<()>;
 
     /// Enqueues a copy of `dst.len` bytes from host memory at `src` into `dst`.
@@ -289,32 +366,49 @@ pub trait Device: Send + Sync + 'static {
     /// # Safety
     /// `src` must be valid for reads of `dst.len` bytes until the copy has
     /// completed, and must not be written meanwhile. `dst` must not be used
-    /// by other streams until the copy completes.
+    /// by other streams until the copy completes. The handles must be owned
+    /// by the caller.
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()>;
     /// Enqueues a copy of `src.len` bytes from `src` into host memory at `dst`.
     ///
     /// # Safety
     /// `dst` must be valid for writes of `src.len` bytes until the copy has
-    /// completed, and must not be read or written meanwhile.
+    /// completed, and must not be read or written meanwhile. `src` must not
+    /// be written by other streams until the copy completes. The handles
+    /// must be owned by the caller.
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()>;
-    /// Enqueues a device-to-device copy; the ranges must have equal lengths and
-    /// must not overlap. Errors on a length mismatch or an out-of-bounds range.
-    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()>;
-    /// Enqueues filling `dst` with a repeated 4-byte pattern; `dst.offset` and
-    /// `dst.len` must be multiples of 4.
-    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
+    /// Enqueues a device-to-device copy between device allocations; the
+    /// ranges must have equal lengths and must not overlap
+    /// ([`check_copy_ranges`]).
+    ///
+    /// # Safety
+    /// No other stream may write `src`, or use `dst`, until the copy
+    /// completes; the handles must be owned by the caller.
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()>;
+    /// Enqueues filling device memory `dst` with a repeated 4-byte pattern;
+    /// `dst.offset` and `dst.len` must be multiples of 4.
+    ///
+    /// # Safety
+    /// No other stream may use `dst` until the fill completes; the handles
+    /// must be owned by the caller.
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
 
     /// Builds a module from portable kernel source (see `hetero-kernels`).
     /// On failure the error kind is [`ErrorKind::Build`] and its message is the build log.
     fn build_module(&self, source: &str) -> Result<ModuleId>;
     /// Looks up a kernel of a module by name.
-    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId>;
+    ///
+    /// # Safety
+    /// `module` must be owned by the caller.
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId>;
     /// Enqueues a kernel launch. Validates `config` against [`Device::info`].
     ///
     /// # Safety
-    /// Every buffer argument must point into a live allocation, and the
+    /// `args` must match the kernel's parameters in number and type. Every
+    /// buffer argument must point into a live device allocation, and the
     /// kernel must only access memory within the ranges the caller has made
-    /// available to it; no other stream may write those ranges until it completes.
+    /// available to it; no other stream may write those ranges until it
+    /// completes. The handles must be owned by the caller.
     unsafe fn launch(
         &self,
         kernel: KernelId,
@@ -323,6 +417,14 @@ pub trait Device: Send + Sync + 'static {
         stream: StreamId,
     ) -> Result<()>;
 }
+
+/// Alignment every backend's pinned allocations have at least (PoCL maps
+/// buffers at 128 bytes; CUDA, HIP and the host backend give pages).
+pub const PINNED_ALIGN: usize = 128;
+
+/// Grid limits of backends whose runtime states none (host, OpenCL): CUDA's
+/// limits, which every portable launch must respect anyway.
+pub const PORTABLE_GRID_LIMITS: [u32; 3] = [i32::MAX as u32, 65535, 65535];
 
 /// Checks that `[offset, offset + len)` lies within an allocation of `size`
 /// bytes. Every backend calls this before handing a range to its runtime.
@@ -338,15 +440,25 @@ pub fn check_range(backend: Backend, call: &'static str, offset: usize, len: usi
     }
 }
 
-/// Checks that a device-to-device copy's ranges have one length. Every
-/// backend calls this before handing the copy to its runtime.
-pub fn check_copy_lengths(backend: Backend, src: DeviceRange, dst: DeviceRange) -> Result<()> {
+/// Checks that a device-to-device copy's ranges have one length and, within
+/// one allocation, do not overlap. Every backend calls this before handing
+/// the copy to its runtime.
+pub fn check_copy_ranges(backend: Backend, src: DeviceRange, dst: DeviceRange) -> Result<()> {
+    let fail = |msg: String| Err(Error::new(backend, "copy_d2d", ErrorKind::OutOfBounds, msg));
     if src.len != dst.len {
-        return Err(Error::new(
-            backend,
-            "copy_d2d",
-            ErrorKind::OutOfBounds,
-            format!("source has {} bytes but destination has {}", src.len, dst.len),
+        return fail(format!("source has {} bytes but destination has {}", src.len, dst.len));
+    }
+    let overlap = src.alloc == dst.alloc
+        && src.len > 0
+        && (src.offset as u128) < dst.offset as u128 + dst.len as u128
+        && (dst.offset as u128) < src.offset as u128 + src.len as u128;
+    if overlap {
+        return fail(format!(
+            "source bytes {}..{} and destination bytes {}..{} of one allocation overlap",
+            src.offset,
+            src.offset as u128 + src.len as u128,
+            dst.offset,
+            dst.offset as u128 + dst.len as u128
         ));
     }
     Ok(())

@@ -52,6 +52,11 @@ impl<T> Handles<T> {
         self.lock().remove(&id).ok_or_else(|| self.invalid(call, id))
     }
 
+    /// Removes and returns every object (for a device's drop).
+    pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
+        self.lock().drain().map(|(_, v)| v).collect()
+    }
+
     fn invalid(&self, call: &'static str, id: u64) -> Error {
         Error::new(
             self.backend,

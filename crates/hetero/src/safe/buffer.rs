@@ -1,7 +1,7 @@
 //! Typed device and pinned buffers, and slices of them.
 //!
-//! A [`Buffer`] owns one allocation and its [`Tracker`]. Dropping it waits
-//! for every queued use, then frees. A pinned buffer hands its contents to
+//! A [`Buffer`] owns one allocation and its [`Tracker`]. Dropping it never
+//! blocks: the allocation is freed once every queued use has completed. A pinned buffer hands its contents to
 //! the host only after its queued uses have completed
 //! ([`PinnedBuffer::host_slice`]). Slices borrow their buffer, so the
 //! borrow checker keeps a buffer alive, and unaliased where written, for
@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
+use super::shared::Shared;
 use super::tracker::{Access, Tracker};
 use crate::AnyDevice;
 use crate::device::{AllocId, Device, DeviceRange};
@@ -28,9 +29,9 @@ pub enum Pinned {}
 /// An owned allocation of `len` elements of `T`, on the device (`K =
 /// OnDevice`) or pinned on the host (`K = Pinned`).
 pub struct Buffer<T, K, D: Device = AnyDevice> {
-    pub(crate) device: Arc<D>,
+    pub(crate) device: Arc<Shared<D>>,
     pub(crate) alloc: AllocId,
-    pub(crate) tracker: Tracker<D>,
+    pub(crate) tracker: Tracker,
     len: usize,
     _marker: PhantomData<(fn() -> T, K)>,
 }
@@ -42,19 +43,15 @@ pub type PinnedBuffer<T, D = AnyDevice> = Buffer<T, Pinned, D>;
 
 impl<T, K, D: Device> std::fmt::Debug for Buffer<T, K, D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Buffer")
-            .field("backend", &self.device.info().backend)
-            .field("alloc", &self.alloc)
-            .field("len", &self.len)
-            .finish()
+        f.debug_struct("Buffer").field("backend", &self.device.info().backend).field("len", &self.len).finish()
     }
 }
 
 impl<T: Pod, K, D: Device> Buffer<T, K, D> {
-    /// Wraps a fresh allocation; `alloc` must hold `len * size_of::<T>()` bytes.
-    pub(crate) fn from_alloc(device: Arc<D>, alloc: AllocId, len: usize) -> Self {
-        let tracker = Tracker::new(Arc::clone(&device));
-        Self { device, alloc, tracker, len, _marker: PhantomData }
+    /// Wraps a fresh allocation; `alloc` must hold `len * size_of::<T>()`
+    /// bytes (aligned for `T` when pinned) and be owned by the new buffer.
+    pub(crate) fn from_alloc(device: Arc<Shared<D>>, alloc: AllocId, len: usize) -> Self {
+        Self { device, alloc, tracker: Tracker::default(), len, _marker: PhantomData }
     }
 
     /// Number of elements.
@@ -81,7 +78,7 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
 
     /// `true` when no queued work uses the buffer any more.
     pub fn is_idle(&self) -> Result<bool> {
-        self.tracker.is_idle()
+        self.tracker.is_idle(&**self.device)
     }
 
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
@@ -102,9 +99,8 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
                 "slice",
                 ErrorKind::OutOfBounds,
                 format!(
-                    "element range {:?}..{:?} is outside a buffer of {} elements",
-                    range.start_bound(),
-                    range.end_bound(),
+                    "element range {} is outside a buffer of {} elements",
+                    show_range(range.start_bound(), range.end_bound()),
                     self.len
                 ),
             )),
@@ -114,14 +110,17 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
 
 impl<T: Pod, D: Device> PinnedBuffer<T, D> {
     fn host_ptr(&self) -> Result<*mut T> {
-        Ok(self.device.pinned_ptr(self.alloc)?.as_ptr().cast())
+        // SAFETY: the buffer owns the allocation; callers only dereference
+        // the pointer after waiting for every queued use.
+        Ok(unsafe { self.device.pinned_ptr(self.alloc) }?.as_ptr().cast())
     }
 
     /// The contents, after waiting for every queued copy that uses the buffer.
     pub fn host_slice(&self) -> Result<&[T]> {
-        self.tracker.wait_host()?;
+        self.tracker.wait_host(&**self.device)?;
         let ptr = self.host_ptr()?;
-        // SAFETY: the allocation holds len elements of T, aligned to a page;
+        // SAFETY: the allocation holds len elements of T, aligned for T
+        // (checked when it was allocated);
         // no queued work uses it (waited above), and new work needs
         // `&mut self` (writes) or ends before the host can observe it
         // through this shared borrow (reads do not change the bytes).
@@ -130,7 +129,7 @@ impl<T: Pod, D: Device> PinnedBuffer<T, D> {
 
     /// The contents for writing, after waiting for every queued use.
     pub fn host_slice_mut(&mut self) -> Result<&mut [T]> {
-        self.tracker.wait_host()?;
+        self.tracker.wait_host(&**self.device)?;
         let ptr = self.host_ptr()?;
         // SAFETY: as in host_slice; `&mut self` also excludes any other
         // host or device use while the returned borrow lives.
@@ -140,15 +139,27 @@ impl<T: Pod, D: Device> PinnedBuffer<T, D> {
 
 impl<T, K, D: Device> Drop for Buffer<T, K, D> {
     fn drop(&mut self) {
-        // Free only once no queued work can touch the memory; if waiting
-        // fails (device lost), leak the allocation rather than risk a
-        // use-after-free.
-        if self.tracker.wait_host().is_ok() {
-            // SAFETY: every use of the allocation has completed (waited
-            // above) and no slice or host borrow outlives `self`.
-            let _ = unsafe { self.device.free(self.alloc) };
-        }
+        let (pending, spare) = std::mem::take(&mut self.tracker).into_events();
+        // SAFETY: the buffer owns the allocation and its tracker's events
+        // and gives them up here; `pending` holds an event after every
+        // queued use; no slice or host borrow outlives `self`.
+        unsafe { self.device.retire(self.alloc, pending, spare) };
     }
+}
+
+/// `a..b` as a user wrote it (`5..`, `..=7`, `..`).
+fn show_range(start: Bound<&usize>, end: Bound<&usize>) -> String {
+    let start = match start {
+        Bound::Included(s) => s.to_string(),
+        Bound::Excluded(s) => format!("{}", *s as u128 + 1),
+        Bound::Unbounded => String::new(),
+    };
+    let end = match end {
+        Bound::Included(e) => format!("={e}"),
+        Bound::Excluded(e) => e.to_string(),
+        Bound::Unbounded => String::new(),
+    };
+    format!("{start}..{end}")
 }
 
 /// A read-only view of part of a buffer.
@@ -193,9 +204,9 @@ impl<'a, T: Pod, K, D: Device> From<&'a mut Buffer<T, K, D>> for SliceMut<'a, T,
 /// What the typed layer needs of a view to enqueue work on it (opaque).
 #[doc(hidden)]
 pub struct View<'a, D: Device> {
-    pub(crate) device: &'a Arc<D>,
+    pub(crate) device: &'a Arc<Shared<D>>,
     pub(crate) alloc: AllocId,
-    pub(crate) tracker: &'a Tracker<D>,
+    pub(crate) tracker: &'a Tracker,
     /// Byte offset and length within the allocation.
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -257,7 +268,9 @@ impl<D: Device> View<'_, D> {
 
     /// Host address of the view's first byte (pinned memory only).
     pub(crate) fn host_ptr(&self) -> Result<*mut u8> {
-        let base = self.device.pinned_ptr(self.alloc)?;
+        // SAFETY: the view's buffer owns the allocation; the pointer is only
+        // handed to copies whose use the tracker records.
+        let base = unsafe { self.device.pinned_ptr(self.alloc) }?;
         // SAFETY: offset lies within the allocation (slices are bounds-checked).
         Ok(unsafe { base.as_ptr().add(self.offset) })
     }

@@ -7,6 +7,7 @@ use bytemuck::Pod;
 use super::buffer::{DeviceBuffer, PinnedBuffer};
 use super::event::{Event, UserEvent};
 use super::module::Module;
+use super::shared::Shared;
 use super::stream::Stream;
 use crate::AnyDevice;
 use crate::device::{Device, DeviceInfo, StreamFlags};
@@ -16,7 +17,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// Cloning is cheap; objects from two contexts never mix (they fail with
 /// [`ErrorKind::DeviceMismatch`]).
 pub struct Context<D: Device = AnyDevice> {
-    device: Arc<D>,
+    device: Arc<Shared<D>>,
 }
 
 impl<D: Device> Clone for Context<D> {
@@ -34,7 +35,7 @@ impl<D: Device> std::fmt::Debug for Context<D> {
 impl<D: Device> Context<D> {
     /// Takes ownership of a device.
     pub fn new(device: D) -> Self {
-        Self { device: Arc::new(device) }
+        Self { device: Arc::new(Shared::new(device)) }
     }
 
     /// The device's description and limits.
@@ -43,8 +44,18 @@ impl<D: Device> Context<D> {
     }
 
     /// The underlying device, for calls the typed layer does not wrap.
+    /// Every call on it that takes a handle is `unsafe`: see the
+    /// [`Device`] contract.
     pub fn device(&self) -> &D {
         &self.device
+    }
+
+    /// Allocations whose buffers were dropped while queued work still used
+    /// them; each is freed once that work completes (checked on later
+    /// allocations, buffer drops and stream synchronisations).
+    pub fn deferred_frees(&self) -> usize {
+        self.device.reap();
+        self.device.retired_count()
     }
 
     /// A new non-blocking stream of default priority.
@@ -71,14 +82,38 @@ impl<D: Device> Context<D> {
     /// Uninitialised-by-contract device memory for `len` elements (its
     /// contents are backend-defined until written).
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T, D>> {
+        self.device.reap();
         let alloc = self.device.alloc_device(self.bytes::<T>(len, "alloc_device")?)?;
         Ok(DeviceBuffer::from_alloc(Arc::clone(&self.device), alloc, len))
     }
 
-    /// Zeroed pinned host memory for `len` elements.
+    /// Zeroed pinned host memory for `len` elements. Refused with
+    /// [`ErrorKind::OutOfBounds`] when the memory the backend gives is not
+    /// aligned for `T` (every backend aligns to at least
+    /// [`crate::PINNED_ALIGN`] bytes).
     pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T, D>> {
+        self.device.reap();
         let alloc = self.device.alloc_pinned(self.bytes::<T>(len, "alloc_pinned")?)?;
-        Ok(PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len))
+        // Own the allocation first, so that an error below frees it.
+        let buf = PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len);
+        // SAFETY: the allocation is owned by `buf`; only its address is read.
+        let ptr = unsafe { self.device.pinned_ptr(alloc) }?;
+        let align = std::mem::align_of::<T>();
+        if !(ptr.as_ptr() as usize).is_multiple_of(align) {
+            return Err(Error::new(
+                self.info().backend,
+                "alloc_pinned",
+                ErrorKind::OutOfBounds,
+                format!(
+                    "{} gives pinned memory aligned to {} bytes but `{}` needs {align}; use a type of at most {} bytes' alignment",
+                    self.info().name,
+                    1usize << (ptr.as_ptr() as usize).trailing_zeros(),
+                    std::any::type_name::<T>(),
+                    crate::device::PINNED_ALIGN
+                ),
+            ));
+        }
+        Ok(buf)
     }
 
     /// Pinned host memory holding a copy of `data`.
@@ -90,7 +125,8 @@ impl<D: Device> Context<D> {
 
     /// Builds a portable kernel source (see `hetero-kernels`).
     pub fn build_module(&self, source: &str) -> Result<Module<D>> {
-        Ok(Module { device: Arc::clone(&self.device), id: self.device.build_module(source)? })
+        let id = self.device.build_module(source)?;
+        Ok(Module { device: Arc::clone(&self.device), id, params: hetero_kernels::kernel_params(source) })
     }
 
     fn bytes<T>(&self, len: usize, call: &'static str) -> Result<usize> {

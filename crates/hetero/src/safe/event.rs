@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use super::same_device;
+use super::shared::Shared;
 use crate::AnyDevice;
 use crate::device::{Device, EventId};
 use crate::error::Result;
 
 /// An event owned by the typed layer; released on drop.
 pub struct Event<D: Device = AnyDevice> {
-    pub(crate) device: Arc<D>,
+    pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: EventId,
 }
 
@@ -23,24 +24,28 @@ impl<D: Device> std::fmt::Debug for Event<D> {
 impl<D: Device> Event<D> {
     /// `true` once the stream reached the latest recording (or it was never recorded).
     pub fn query(&self) -> Result<bool> {
-        self.device.query_event(self.id)
+        // SAFETY: the event is owned by self.
+        unsafe { self.device.query_event(self.id) }
     }
 
     /// Blocks the host until the latest recording is reached.
     pub fn synchronize(&self) -> Result<()> {
-        self.device.synchronize_event(self.id)
+        // SAFETY: the event is owned by self.
+        unsafe { self.device.synchronize_event(self.id) }
     }
 
     /// Milliseconds of device time from `self` to `end`; both must have completed.
     pub fn elapsed_ms(&self, end: &Event<D>) -> Result<f64> {
         same_device(&self.device, &end.device, "elapsed_ms")?;
-        self.device.elapsed_ms(self.id, end.id)
+        // SAFETY: both events are owned by the typed layer.
+        unsafe { self.device.elapsed_ms(self.id, end.id) }
     }
 }
 
 impl<D: Device> Drop for Event<D> {
     fn drop(&mut self) {
-        let _ = self.device.destroy_event(self.id);
+        // SAFETY: the event is owned by self and used by nobody after this.
+        let _ = unsafe { self.device.destroy_event(self.id) };
     }
 }
 
@@ -48,7 +53,7 @@ impl<D: Device> Drop for Event<D> {
 /// on it until [`UserEvent::complete`] is called. Dropping it completes it,
 /// so a forgotten gate cannot hold a stream forever.
 pub struct UserEvent<D: Device = AnyDevice> {
-    pub(crate) device: Arc<D>,
+    pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: EventId,
 }
 
@@ -61,36 +66,46 @@ impl<D: Device> std::fmt::Debug for UserEvent<D> {
 impl<D: Device> UserEvent<D> {
     /// Releases every stream waiting on the gate.
     pub fn complete(&self) -> Result<()> {
-        self.device.complete_user_event(self.id)
+        // SAFETY: the event is owned by self.
+        unsafe { self.device.complete_user_event(self.id) }
     }
 
     /// `true` once completed.
     pub fn query(&self) -> Result<bool> {
-        self.device.query_event(self.id)
+        // SAFETY: the event is owned by self.
+        unsafe { self.device.query_event(self.id) }
     }
 }
 
 impl<D: Device> Drop for UserEvent<D> {
     fn drop(&mut self) {
-        let _ = self.device.complete_user_event(self.id);
-        let _ = self.device.destroy_event(self.id);
+        // SAFETY: the event is owned by self and used by nobody after this.
+        let _ = unsafe { self.device.destroy_event(self.id) };
     }
 }
 
-/// Anything a stream can wait on.
-pub trait Waitable<D: Device> {
+/// Anything a stream can wait on: [`Event`] and [`UserEvent`]. Sealed, so
+/// that only events the typed layer owns reach the device.
+pub trait Waitable<D: Device>: private::Sealed {
     /// The device and raw event.
-    fn raw(&self) -> (&Arc<D>, EventId);
+    #[doc(hidden)]
+    fn raw(&self) -> (&Arc<Shared<D>>, EventId);
+}
+
+mod private {
+    pub trait Sealed {}
+    impl<D: crate::Device> Sealed for super::Event<D> {}
+    impl<D: crate::Device> Sealed for super::UserEvent<D> {}
 }
 
 impl<D: Device> Waitable<D> for Event<D> {
-    fn raw(&self) -> (&Arc<D>, EventId) {
+    fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
         (&self.device, self.id)
     }
 }
 
 impl<D: Device> Waitable<D> for UserEvent<D> {
-    fn raw(&self) -> (&Arc<D>, EventId) {
+    fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
         (&self.device, self.id)
     }
 }

@@ -2,8 +2,13 @@
 //!
 //! # Rules of safe asynchronous memory
 //!
-//! - **No use-after-free.** A [`Buffer`] remembers the event of every queued
-//!   use; dropping it waits for them before freeing.
+//! - **No use-after-free, no blocking drop.** A [`Buffer`] remembers the
+//!   event of every queued use; dropping it retires the allocation, which
+//!   is freed once those events have completed (stream-ordered free).
+//!   Dropping a [`Stream`] lets its queued work finish without waiting.
+//! - **Failure-atomic.** If tracking fails after work was enqueued, the
+//!   stream is synchronised before the error returns, so no untracked work
+//!   can outlive the memory it uses.
 //! - **No host access during a copy.** A [`PinnedBuffer`] gives out its
 //!   contents ([`PinnedBuffer::host_slice`]) only after its queued copies
 //!   are done, and writing work needs `&mut`, so it cannot be queued while
@@ -17,7 +22,13 @@
 //!   [`crate::ErrorKind::DeviceMismatch`] error.
 //! - **Pageable copies block.** [`Stream::copy_from_host`] and
 //!   [`Stream::copy_to_host`] borrow ordinary memory only for the call, so
-//!   they return after the copy is done.
+//!   they return, also on error, only after the device is done with it.
+//! - **Faults travel with events.** A stream that waits on an event of a
+//!   stream that failed fails too; the error surfaces where the user
+//!   synchronises.
+//! - **The raw [`Device`] is `unsafe`.** Every trait method that takes a
+//!   handle is an `unsafe fn`; the objects here own their handles and are
+//!   the safe way in. [`Waitable`] and [`CopyKind`] are sealed.
 //!
 //! Kernel launches are `unsafe`: the kernel is foreign code that the
 //! library cannot check (see [`Stream::launch`]).
@@ -26,6 +37,7 @@ mod buffer;
 mod context;
 mod event;
 mod module;
+mod shared;
 mod stream;
 mod tracker;
 
@@ -42,9 +54,10 @@ pub use stream::{Arg, CopyKind, Stream};
 
 use crate::device::Device;
 use crate::error::{Error, ErrorKind, Result};
+use shared::Shared;
 
 /// Errors unless `a` and `b` are the same device instance.
-pub(crate) fn same_device<D: Device>(a: &Arc<D>, b: &Arc<D>, call: &'static str) -> Result<()> {
+pub(crate) fn same_device<D: Device>(a: &Arc<Shared<D>>, b: &Arc<Shared<D>>, call: &'static str) -> Result<()> {
     if Arc::ptr_eq(a, b) {
         return Ok(());
     }

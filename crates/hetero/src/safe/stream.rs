@@ -9,13 +9,15 @@ use super::buffer::{OnDevice, Pinned, Slice, SliceMut, View};
 use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
+use super::shared::Shared;
 use crate::AnyDevice;
 use crate::device::{Backend, Device, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
-/// An in-order queue of work; destroyed (after its work finishes) on drop.
+/// An in-order queue of work. Dropping it never blocks: work already
+/// enqueued still runs, and the memory it uses stays alive until it has.
 pub struct Stream<D: Device = AnyDevice> {
-    pub(crate) device: Arc<D>,
+    pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: StreamId,
 }
 
@@ -27,7 +29,8 @@ impl<D: Device> std::fmt::Debug for Stream<D> {
 
 impl<D: Device> Drop for Stream<D> {
     fn drop(&mut self) {
-        let _ = self.device.destroy_stream(self.id);
+        // SAFETY: the stream is owned by self and used by nobody after this.
+        let _ = unsafe { self.device.destroy_stream(self.id) };
     }
 }
 
@@ -63,7 +66,9 @@ impl CopyKind<Pinned> for OnDevice {
 
 impl CopyKind<OnDevice> for OnDevice {
     fn enqueue<D: Device>(device: &D, src: &View<'_, D>, dst: &View<'_, D>, stream: StreamId) -> Result<()> {
-        device.copy_d2d(src.range(), dst.range(), stream)
+        // SAFETY: both views are bounds-checked views of live device
+        // allocations whose uses the tracker orders across streams.
+        unsafe { device.copy_d2d(src.range(), dst.range(), stream) }
     }
 }
 
@@ -108,7 +113,7 @@ impl<D: Device> From<f32> for Arg<'_, D> {
 }
 
 impl<D: Device> Stream<D> {
-    /// The raw handle.
+    /// The raw handle, for the `unsafe` methods of [`Device`].
     pub fn id(&self) -> StreamId {
         self.id
     }
@@ -121,40 +126,64 @@ impl<D: Device> Stream<D> {
     /// Blocks the host until all enqueued work is done; reports errors of
     /// work that ran asynchronously.
     pub fn synchronize(&self) -> Result<()> {
-        self.device.synchronize_stream(self.id)
+        // SAFETY: the stream is owned by self.
+        let done = unsafe { self.device.synchronize_stream(self.id) };
+        self.device.reap();
+        done
     }
 
     /// `true` when all enqueued work is done.
     pub fn query(&self) -> Result<bool> {
-        self.device.query_stream(self.id)
+        // SAFETY: the stream is owned by self.
+        unsafe { self.device.query_stream(self.id) }
     }
 
     /// Records `event` at the current end of the stream.
     pub fn record(&self, event: &Event<D>) -> Result<()> {
         same_device(&self.device, &event.device, "record_event")?;
-        self.device.record_event(event.id, self.id)
+        // SAFETY: both are owned by the typed layer; a user's Event tracks no memory.
+        unsafe { self.device.record_event(event.id, self.id) }
     }
 
     /// Makes later work on this stream wait for `event` (no host block).
+    /// If the event's stream failed before reaching it, this stream fails too.
     pub fn wait(&self, event: &impl Waitable<D>) -> Result<()> {
         let (device, id) = event.raw();
         same_device(&self.device, device, "stream_wait_event")?;
-        self.device.stream_wait_event(self.id, id)
+        // SAFETY: both are owned by the typed layer.
+        unsafe { self.device.stream_wait_event(self.id, id) }
     }
 
     /// Runs `enqueue` between the tracker steps of every view it uses.
+    ///
+    /// Failure-atomic: if tracking fails after `enqueue` queued work, the
+    /// stream is synchronised before the error returns, so the untracked
+    /// work has finished (or can never run) before anyone can free or
+    /// touch its memory.
     fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
         for v in views {
-            v.tracker.before(self.id, v.access)?;
+            // A failure here leaves some device-side waits queued and no work: harmless.
+            v.tracker.before(&**self.device, self.id, v.access)?;
         }
         enqueue()?;
+        let mut failure = None;
         for v in views {
-            v.tracker.after(self.id, v.access)?;
+            if let Err(e) = v.tracker.after(&**self.device, self.id, v.access) {
+                failure.get_or_insert(e);
+            }
         }
-        Ok(())
+        match failure {
+            None => Ok(()),
+            Some(e) => {
+                // SAFETY: the stream is owned by self. Its result does not
+                // matter: it returns once the work is done or can never run.
+                let _ = unsafe { self.device.synchronize_stream(self.id) };
+                Err(e)
+            }
+        }
     }
 
     /// Enqueues a copy between equal-length slices: pinned to device,
@@ -177,11 +206,12 @@ impl<D: Device> Stream<D> {
             return Ok(());
         }
         let (sv, dv) = (src.view(), dst.view());
-        self.tracked(&[&sv, &dv], || KS::enqueue(&*self.device, &sv, &dv, self.id))
+        self.tracked(&[&sv, &dv], || KS::enqueue(&**self.device, &sv, &dv, self.id))
     }
 
     /// Copies pageable host memory into device memory. Blocks until the
-    /// copy is done, since `src` is only borrowed for this call.
+    /// copy is done, since `src` is only borrowed for this call; it returns
+    /// (also with an error) only once the device can no longer read `src`.
     pub fn copy_from_host<'d, T: Pod>(&self, src: &[T], dst: impl Into<SliceMut<'d, T, OnDevice, D>>) -> Result<()> {
         let dst = dst.into();
         self.check_len(src.len(), dst.len())?;
@@ -196,7 +226,9 @@ impl<D: Device> Stream<D> {
         self.synchronize()
     }
 
-    /// Copies device memory into pageable host memory. Blocks until done.
+    /// Copies device memory into pageable host memory. Blocks until done;
+    /// it returns (also with an error) only once the device can no longer
+    /// write `dst`.
     pub fn copy_to_host<'s, T: Pod>(&self, src: impl Into<Slice<'s, T, OnDevice, D>>, dst: &mut [T]) -> Result<()> {
         let src = src.into();
         self.check_len(src.len(), dst.len())?;
@@ -238,7 +270,11 @@ impl<D: Device> Stream<D> {
             return Ok(());
         }
         let dv = dst.view();
-        self.tracked(&[&dv], || self.device.fill_u32(dv.range(), pattern, self.id))
+        self.tracked(&[&dv], || {
+            // SAFETY: a bounds-checked view of a live device allocation
+            // whose uses the tracker orders across streams.
+            unsafe { self.device.fill_u32(dv.range(), pattern, self.id) }
+        })
     }
 
     /// Enqueues `kernel` with `args` in its parameter order.
@@ -254,6 +290,7 @@ impl<D: Device> Stream<D> {
     pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
         same_device(&self.device, &kernel.device, "launch")?;
         config.validate(self.device.info(), "launch")?;
+        kernel.check_arg_count(args.len())?;
         let views: Vec<&View<'_, D>> = args
             .iter()
             .filter_map(|a| match a {

@@ -8,13 +8,14 @@
 //!   write if it was on another stream (read-after-write, write-after-write);
 //! - a write also waits for every read on another stream (write-after-read).
 //!
-//! After the operation an event is recorded on `s` and stored. Freeing the
-//! allocation, or handing pinned memory to the host, first synchronises
-//! every stored event, so no queued work can touch freed or host-borrowed
-//! memory. Tracking is per allocation, not per byte range: two streams
+//! After the operation an event is recorded on `s` and stored. Handing
+//! pinned memory to the host first synchronises every stored event; freeing
+//! the allocation is deferred until they have all completed
+//! ([`super::shared::Shared::retire`]), so no queued work can touch freed or
+//! host-borrowed memory, and no drop blocks. Tracking is per allocation, not per byte range: two streams
 //! writing disjoint slices of one allocation are serialised.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::device::{Device, EventId, StreamId};
 use crate::error::Result;
@@ -34,32 +35,44 @@ struct State {
 }
 
 /// The events of one allocation's pending uses.
-pub(crate) struct Tracker<D: Device> {
-    device: Arc<D>,
+///
+/// Invariant: every event in it was created by the device that owns the
+/// allocation and is used by this tracker alone. Every method takes that
+/// device; [`Tracker::into_events`] hands the events over when the
+/// allocation is retired (the tracker never destroys them itself).
+#[derive(Default)]
+pub(crate) struct Tracker {
     state: Mutex<State>,
 }
 
-impl<D: Device> Tracker<D> {
-    pub(crate) fn new(device: Arc<D>) -> Self {
-        Self { device, state: Mutex::new(State::default()) }
-    }
-
+impl Tracker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// An event for a new use: a spare one, or a new one.
+    fn event<D: Device>(state: &mut State, device: &D) -> Result<EventId> {
+        match state.spare.pop() {
+            Some(e) => Ok(e),
+            None => device.create_event(),
+        }
+    }
+
     /// Makes `stream` wait for conflicting earlier uses on other streams.
-    pub(crate) fn before(&self, stream: StreamId, access: Access) -> Result<()> {
+    pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId, access: Access) -> Result<()> {
         let state = self.lock();
         if let Some((s, e)) = state.last_write
             && s != stream
         {
-            self.device.stream_wait_event(stream, e)?;
+            // SAFETY: the event is the tracker's own (type invariant); the
+            // stream belongs to the caller.
+            unsafe { device.stream_wait_event(stream, e)? };
         }
         if access == Access::Write {
             for &(s, e) in &state.reads {
                 if s != stream {
-                    self.device.stream_wait_event(stream, e)?;
+                    // SAFETY: as above.
+                    unsafe { device.stream_wait_event(stream, e)? };
                 }
             }
         }
@@ -67,65 +80,66 @@ impl<D: Device> Tracker<D> {
     }
 
     /// Records that an operation using the memory was enqueued on `stream`.
-    pub(crate) fn after(&self, stream: StreamId, access: Access) -> Result<()> {
+    /// On an error the state is unchanged (the caller must then make sure
+    /// the operation completes before the memory can be released).
+    pub(crate) fn after<D: Device>(&self, device: &D, stream: StreamId, access: Access) -> Result<()> {
         let mut state = self.lock();
+        let existing = match access {
+            Access::Write => None,
+            Access::Read => state.reads.iter().find(|(s, _)| *s == stream).map(|&(_, e)| e),
+        };
+        let event = match existing {
+            Some(e) => e,
+            None => Self::event(&mut state, device)?,
+        };
+        // SAFETY: the event is the tracker's own (type invariant); the
+        // stream belongs to the caller.
+        if let Err(e) = unsafe { device.record_event(event, stream) } {
+            if existing.is_none() {
+                state.spare.push(event);
+            }
+            return Err(e);
+        }
         match access {
             Access::Write => {
-                let event = match state.spare.pop() {
-                    Some(e) => e,
-                    None => self.device.create_event()?,
-                };
-                self.device.record_event(event, stream)?;
                 let old_reads = std::mem::take(&mut state.reads);
                 state.spare.extend(old_reads.into_iter().map(|(_, e)| e));
                 if let Some((_, old)) = state.last_write.replace((stream, event)) {
                     state.spare.push(old);
                 }
             }
-            Access::Read => {
-                if let Some(&(_, e)) = state.reads.iter().find(|(s, _)| *s == stream) {
-                    self.device.record_event(e, stream)?;
-                } else {
-                    let event = match state.spare.pop() {
-                        Some(e) => e,
-                        None => self.device.create_event()?,
-                    };
-                    self.device.record_event(event, stream)?;
-                    state.reads.push((stream, event));
-                }
-            }
+            Access::Read if existing.is_none() => state.reads.push((stream, event)),
+            Access::Read => {}
         }
         Ok(())
     }
 
     /// Blocks the host until every pending use has completed.
-    pub(crate) fn wait_host(&self) -> Result<()> {
+    pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
         for &(_, e) in state.last_write.iter().chain(&state.reads) {
-            self.device.synchronize_event(e)?;
+            // SAFETY: the tracker's own event (type invariant).
+            unsafe { device.synchronize_event(e)? };
         }
         Ok(())
     }
 
     /// `true` when no pending use remains.
-    pub(crate) fn is_idle(&self) -> Result<bool> {
+    pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
         for &(_, e) in state.last_write.iter().chain(&state.reads) {
-            if !self.device.query_event(e)? {
+            // SAFETY: the tracker's own event (type invariant).
+            if !unsafe { device.query_event(e)? } {
                 return Ok(false);
             }
         }
         Ok(true)
     }
-}
 
-impl<D: Device> Drop for Tracker<D> {
-    fn drop(&mut self) {
-        let state = std::mem::take(self.state.get_mut().unwrap_or_else(PoisonError::into_inner));
-        for (_, e) in
-            state.last_write.into_iter().chain(state.reads).chain(state.spare.into_iter().map(|e| (StreamId(0), e)))
-        {
-            let _ = self.device.destroy_event(e);
-        }
+    /// Gives up every event: (events of possibly pending uses, spare events).
+    pub(crate) fn into_events(self) -> (Vec<EventId>, Vec<EventId>) {
+        let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let pending = state.last_write.into_iter().chain(state.reads).map(|(_, e)| e).collect();
+        (pending, state.spare)
     }
 }

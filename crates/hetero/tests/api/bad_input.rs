@@ -17,16 +17,36 @@ pub fn copy_out_of_bounds(ctx: &Context) {
     assert_eq!(kind(device.slice(..=usize::MAX)), ErrorKind::OutOfBounds);
     // The raw layer checks too, before anything reaches a driver.
     let raw = hetero::DeviceRange { alloc: hetero::AllocId(u64::MAX), offset: 0, len: 4 };
-    let stream = ctx.device().create_stream(Default::default()).unwrap();
-    assert_eq!(kind(ctx.device().fill_u32(raw, 0, stream)), ErrorKind::InvalidHandle);
-    let alloc = ctx.device().alloc_device(64).unwrap();
-    let past_end = hetero::DeviceRange { alloc, offset: 60, len: 8 };
-    assert_eq!(kind(ctx.device().fill_u32(past_end, 0, stream)), ErrorKind::OutOfBounds);
-    let wrapping = hetero::DeviceRange { alloc, offset: usize::MAX - 2, len: 8 };
-    assert_eq!(kind(ctx.device().copy_d2d(wrapping, wrapping, stream)), ErrorKind::OutOfBounds);
-    ctx.device().destroy_stream(stream).unwrap();
-    // SAFETY: no work was enqueued on the allocation.
-    unsafe { ctx.device().free(alloc).unwrap() };
+    let dev = ctx.device();
+    let stream = dev.create_stream(Default::default()).unwrap();
+    let alloc = dev.alloc_device(64).unwrap();
+    let pinned = dev.alloc_pinned(64).unwrap();
+    // SAFETY: every handle is this test's own; each call is refused before
+    // anything is enqueued, so nothing uses the allocations when they are freed.
+    unsafe {
+        assert_eq!(kind(dev.fill_u32(raw, 0, stream)), ErrorKind::InvalidHandle);
+        let past_end = hetero::DeviceRange { alloc, offset: 60, len: 8 };
+        assert_eq!(kind(dev.fill_u32(past_end, 0, stream)), ErrorKind::OutOfBounds);
+        let wrapping = hetero::DeviceRange { alloc, offset: usize::MAX - 2, len: 8 };
+        assert_eq!(kind(dev.copy_d2d(wrapping, wrapping, stream)), ErrorKind::OutOfBounds);
+        // Overlapping ranges of one allocation: the same error on every backend.
+        let (low, high) =
+            (hetero::DeviceRange { alloc, offset: 0, len: 32 }, hetero::DeviceRange { alloc, offset: 16, len: 32 });
+        let overlap = dev.copy_d2d(low, high, stream).unwrap_err();
+        assert_eq!(overlap.kind, ErrorKind::OutOfBounds);
+        assert!(overlap.message.contains("0..32") && overlap.message.contains("16..48"), "{overlap}");
+        // Device operations refuse pinned host memory (U1: safe code filled
+        // pinned memory while the host read it).
+        let on_host = hetero::DeviceRange { alloc: pinned, offset: 0, len: 64 };
+        assert_eq!(kind(dev.fill_u32(on_host, 0, stream)), ErrorKind::InvalidHandle);
+        assert_eq!(
+            kind(dev.copy_d2d(on_host, hetero::DeviceRange { alloc, offset: 0, len: 64 }, stream)),
+            ErrorKind::InvalidHandle
+        );
+        dev.destroy_stream(stream).unwrap();
+        dev.free(alloc).unwrap();
+        dev.free(pinned).unwrap();
+    }
 }
 
 pub fn copy_length_mismatch(ctx: &Context) {
@@ -88,15 +108,18 @@ pub fn raw_handles_of_another_device(ctx: &Context) {
     let stream = dev.create_stream(Default::default()).unwrap();
     let foreign_event = other.create_event().unwrap();
     let foreign_alloc = other.alloc_device(16).unwrap();
-    assert_eq!(kind(dev.record_event(foreign_event, stream)), ErrorKind::InvalidHandle);
-    assert_eq!(kind(dev.stream_wait_event(stream, foreign_event)), ErrorKind::InvalidHandle);
-    let range = hetero::DeviceRange { alloc: foreign_alloc, offset: 0, len: 16 };
-    assert_eq!(kind(dev.fill_u32(range, 0, stream)), ErrorKind::InvalidHandle);
-    dev.destroy_stream(stream).unwrap();
-    assert_eq!(kind(dev.destroy_stream(stream)), ErrorKind::InvalidHandle, "a released stream is still accepted");
-    other.destroy_event(foreign_event).unwrap();
-    // SAFETY: no work was enqueued on the allocation.
-    unsafe { other.free(foreign_alloc).unwrap() };
+    // SAFETY: every handle is this test's own; the foreign ones are refused
+    // before anything is enqueued, so nothing uses the allocation when it is freed.
+    unsafe {
+        assert_eq!(kind(dev.record_event(foreign_event, stream)), ErrorKind::InvalidHandle);
+        assert_eq!(kind(dev.stream_wait_event(stream, foreign_event)), ErrorKind::InvalidHandle);
+        let range = hetero::DeviceRange { alloc: foreign_alloc, offset: 0, len: 16 };
+        assert_eq!(kind(dev.fill_u32(range, 0, stream)), ErrorKind::InvalidHandle);
+        dev.destroy_stream(stream).unwrap();
+        assert_eq!(kind(dev.destroy_stream(stream)), ErrorKind::InvalidHandle, "a released stream is still accepted");
+        other.destroy_event(foreign_event).unwrap();
+        other.free(foreign_alloc).unwrap();
+    }
 }
 
 pub fn launch_shapes_beyond_limits(ctx: &Context) {

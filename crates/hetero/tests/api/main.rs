@@ -25,7 +25,7 @@ macro_rules! backend_tests {
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
             #[case::raw_event_wait(semantics::raw_event_wait_orders_streams)]
-            #[case::drop_waits(semantics::drop_waits_for_queued_work)]
+            #[case::drop_defers_free(semantics::drop_defers_free_until_queued_work_is_done)]
             #[case::query_with_blocker(semantics::query_before_and_after_completion)]
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]

@@ -106,35 +106,35 @@ pub fn raw_event_wait_orders_streams(ctx: &Context) {
     let done = dev.create_event().unwrap();
     let alloc = dev.alloc_device(64).unwrap();
     let (src, dst) = (dev.alloc_pinned(64).unwrap(), dev.alloc_pinned(64).unwrap());
-    let (src_ptr, dst_ptr) = (dev.pinned_ptr(src).unwrap().as_ptr(), dev.pinned_ptr(dst).unwrap().as_ptr());
     let pattern: Vec<u8> = (0..64).collect();
-    // SAFETY: src is a live 64-byte pinned allocation that no work uses yet.
-    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), src_ptr, 64) };
-    let range = DeviceRange { alloc, offset: 0, len: 64 };
-    dev.stream_wait_event(a, gate).unwrap();
-    // SAFETY: both pinned allocations outlive the synchronisations below.
-    unsafe { dev.copy_h2d(src_ptr, range, a).unwrap() };
-    dev.record_event(done, a).unwrap();
-    dev.stream_wait_event(b, done).unwrap();
-    // SAFETY: as above.
-    unsafe { dev.copy_d2h(range, dst_ptr, b).unwrap() };
-    assert!(!dev.query_event(done).unwrap());
-    assert!(!dev.query_stream(b).unwrap(), "stream B ran ahead of the event it waits on");
-    dev.complete_user_event(gate).unwrap();
-    dev.synchronize_stream(b).unwrap();
-    dev.synchronize_stream(a).unwrap();
-    // SAFETY: both streams are synchronised; nothing writes dst any more.
-    let copied = unsafe { std::slice::from_raw_parts(dst_ptr, 64) };
-    assert_eq!(copied, pattern.as_slice());
-    for e in [gate, done] {
-        dev.destroy_event(e).unwrap();
+    // SAFETY: every handle is this test's own and used by this thread only;
+    // the pinned allocations outlive the synchronisations below, src is
+    // written before any copy reads it and dst read after both streams finish.
+    unsafe {
+        let (src_ptr, dst_ptr) = (dev.pinned_ptr(src).unwrap().as_ptr(), dev.pinned_ptr(dst).unwrap().as_ptr());
+        std::ptr::copy_nonoverlapping(pattern.as_ptr(), src_ptr, 64);
+        let range = DeviceRange { alloc, offset: 0, len: 64 };
+        dev.stream_wait_event(a, gate).unwrap();
+        dev.copy_h2d(src_ptr, range, a).unwrap();
+        dev.record_event(done, a).unwrap();
+        dev.stream_wait_event(b, done).unwrap();
+        dev.copy_d2h(range, dst_ptr, b).unwrap();
+        assert!(!dev.query_event(done).unwrap());
+        assert!(!dev.query_stream(b).unwrap(), "stream B ran ahead of the event it waits on");
+        dev.complete_user_event(gate).unwrap();
+        dev.synchronize_stream(b).unwrap();
+        dev.synchronize_stream(a).unwrap();
+        let copied = std::slice::from_raw_parts(dst_ptr, 64);
+        assert_eq!(copied, pattern.as_slice());
+        for e in [gate, done] {
+            dev.destroy_event(e).unwrap();
+        }
+        for alloc in [alloc, src, dst] {
+            dev.free(alloc).unwrap();
+        }
+        dev.destroy_stream(a).unwrap();
+        dev.destroy_stream(b).unwrap();
     }
-    for alloc in [alloc, src, dst] {
-        // SAFETY: both streams are synchronised; nothing uses the allocations.
-        unsafe { dev.free(alloc).unwrap() };
-    }
-    dev.destroy_stream(a).unwrap();
-    dev.destroy_stream(b).unwrap();
 }
 
 /// Copies pinned[src..src+len] -> device[dst'..] -> pinned[dst..dst+len]
@@ -161,21 +161,33 @@ pub fn subrange_copies(ctx: &Context, src: usize, dst: usize, len: usize) {
     }
 }
 
-/// Dropping a buffer with queued work waits for it before freeing.
-pub fn drop_waits_for_queued_work(ctx: &Context) {
+/// Dropping a buffer with queued work neither blocks nor frees it early
+/// (H1: a buffer dropped before its gate opened waited forever): the
+/// allocation is retired and freed once the work is done, and memory
+/// allocated meanwhile never aliases it.
+pub fn drop_defers_free_until_queued_work_is_done(ctx: &Context) {
     let stream = ctx.stream().unwrap();
-    let gate = Arc::new(ctx.user_event().unwrap());
+    let gate = ctx.user_event().unwrap();
     let input = ctx.pinned_from_slice(&[5u32; 4096]).unwrap();
     let mut output = ctx.alloc_pinned::<u32>(4096).unwrap();
     let mut device = ctx.alloc::<u32>(4096).unwrap();
-    stream.wait(&*gate).unwrap();
+    let before = ctx.deferred_frees();
+    stream.wait(&gate).unwrap();
     stream.copy(&input, &mut device).unwrap();
     stream.copy(&device, &mut output).unwrap();
-    let (opened, opener) = open_later(Arc::clone(&gate));
-    drop(device);
-    assert!(opened.load(Ordering::SeqCst), "buffer was freed while its copies were still queued");
-    opener.join().unwrap();
+    drop(device); // returns at once although the gate holds the copies
+    assert_eq!(ctx.deferred_frees(), before + 1, "the queued buffer must be retired, not freed");
+    // A new allocation cannot be the retired memory: filling it must not
+    // change what the queued copies move.
+    let other_stream = ctx.stream().unwrap();
+    let mut fresh = ctx.alloc::<u32>(4096).unwrap();
+    other_stream.fill(&mut fresh, 7).unwrap();
+    other_stream.synchronize().unwrap();
+    gate.complete().unwrap();
+    stream.synchronize().unwrap();
     assert!(output.host_slice().unwrap().iter().all(|&v| v == 5));
+    assert_eq!(ctx.deferred_frees(), before, "the retired buffer is freed once its work is done");
+    drop(fresh);
 }
 
 /// Queries say "not done" while a gate holds the stream and "done" after.

@@ -15,7 +15,7 @@ use super::stream::CuStream;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
+    StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -104,6 +104,11 @@ impl CudaDevice {
                 positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?),
                 positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?),
             ],
+            max_grid_dims: [
+                positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?),
+                positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?),
+                positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?),
+            ],
             shared_memory_per_block: positive(attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?)
                 as usize,
             compute_units: positive(attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
@@ -115,7 +120,7 @@ impl CudaDevice {
         // SAFETY: the primary context was just retained.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(context) })?;
         let pool_stream = if attribute(device, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0 {
-            Some(CuStream::new(StreamFlags { non_blocking: true, priority: 0 })?)
+            Some(CuStream::new(StreamFlags { non_blocking: true, priority: 0 }, context)?)
         } else {
             None
         };
@@ -159,8 +164,11 @@ impl CudaDevice {
         Err(err)
     }
 
-    fn stream(&self, call: &'static str, id: StreamId) -> Result<sys::CUstream> {
-        Ok(self.streams.get(call, id.0)?.0)
+    /// The stream of `id`, kept alive by the returned `Arc` for as long
+    /// as the caller holds it (a concurrent `destroy_stream` cannot destroy
+    /// a stream in use).
+    fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<CuStream>> {
+        self.streams.get(call, id.0)
     }
 
     /// The device address of a checked range.
@@ -181,17 +189,35 @@ impl CudaDevice {
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
+        // Open every gate first, also on a poisoned device, so that no
+        // stream waits forever for a user event nobody will complete.
+        let events = self.events.take_all();
+        for event in &events {
+            event.open();
+        }
         if self.enter().is_ok() {
-            // SAFETY: the context is current; waiting lets every gate reader finish.
+            // SAFETY: the context is current; with every gate open, waiting
+            // ends once the queued work (which may use the memory freed
+            // below) has finished.
             let _ = unsafe { sys::cuCtxSynchronize() };
+            let pool = self.pool_stream.as_ref().map(|s| s.0);
+            for mem in self.allocs.take_all() {
+                // Allocations the typed layer retired while still in use.
+                let _ = mem.free(pool);
+            }
+            for event in events {
+                if let Ok(Some(gate)) = event.destroy() {
+                    self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner).push(gate);
+                }
+            }
             for gate in self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
                 // SAFETY: allocated by cuMemHostAlloc, open, and no longer read.
                 let _ = unsafe { sys::cuMemFreeHost(gate.as_ptr().cast()) };
             }
-            if let Some(stream) = self.pool_stream.take() {
-                let _ = stream.destroy();
-            }
         }
+        // Streams go while the context is still retained.
+        drop(self.streams.take_all());
+        drop(self.pool_stream.take());
         // SAFETY: retained in new, released once.
         let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
     }
@@ -204,29 +230,26 @@ impl Device for CudaDevice {
 
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
         self.enter()?;
-        Ok(StreamId(self.streams.insert(CuStream::new(flags)?)))
+        Ok(StreamId(self.streams.insert(CuStream::new(flags, self.context)?)))
     }
 
-    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        self.enter()?;
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        stream.destroy().inspect_err(|e| {
-            if e.kind == ErrorKind::KernelFault {
-                let _ = self.check("cuStreamSynchronize", sys::CUresult::CUDA_ERROR_LAUNCH_FAILED);
-            }
-        })
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        // Destroyed (without waiting) when the last concurrent user lets go.
+        self.streams.remove("destroy_stream", stream.0).map(drop)
     }
 
-    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("synchronize_stream", stream)?;
+        let held = self.stream("synchronize_stream", stream)?;
+        let s = held.0;
         // SAFETY: s is a live stream of this context.
         self.check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) })
     }
 
-    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.enter()?;
-        let s = self.stream("query_stream", stream)?;
+        let held = self.stream("query_stream", stream)?;
+        let s = held.0;
         // SAFETY: s is a live stream of this context.
         self.ready("cuStreamQuery", unsafe { sys::cuStreamQuery(s) })
     }
@@ -241,7 +264,7 @@ impl Device for CudaDevice {
         Ok(EventId(self.events.insert(CuEvent::user()?)))
     }
 
-    fn complete_user_event(&self, event: EventId) -> Result<()> {
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
         match &*self.events.get("complete_user_event", event.0)? {
             e @ CuEvent::User { .. } => {
                 e.open();
@@ -253,7 +276,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn destroy_event(&self, event: EventId) -> Result<()> {
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
         let slot = self.events.remove("destroy_event", event.0)?;
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
@@ -264,9 +287,10 @@ impl Device for CudaDevice {
         Ok(())
     }
 
-    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("record_event", stream)?;
+        let held = self.stream("record_event", stream)?;
+        let s = held.0;
         match &*self.events.get("record_event", event.0)? {
             CuEvent::Timed { event, recorded } => {
                 // SAFETY: both handles are live objects of this context.
@@ -280,7 +304,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn query_event(&self, event: EventId) -> Result<bool> {
+    unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         self.enter()?;
         match &*self.events.get("query_event", event.0)? {
             // SAFETY: a live event of this context.
@@ -289,7 +313,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn synchronize_event(&self, event: EventId) -> Result<()> {
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         self.enter()?;
         match &*self.events.get("synchronize_event", event.0)? {
             CuEvent::Timed { event, .. } => {
@@ -306,7 +330,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         self.enter()?;
         let handle = |id: EventId| -> Result<sys::CUevent> {
             match &*self.events.get("elapsed_ms", id.0)? {
@@ -322,9 +346,10 @@ impl Device for CudaDevice {
         Ok(f64::from(ms))
     }
 
-    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("stream_wait_event", stream)?;
+        let held = self.stream("stream_wait_event", stream)?;
+        let s = held.0;
         match &*self.events.get("stream_wait_event", event.0)? {
             CuEvent::Timed { event, .. } => {
                 // SAFETY: both handles are live objects of this context.
@@ -354,7 +379,7 @@ impl Device for CudaDevice {
         Ok(AllocId(self.allocs.insert(CuMemory::pinned(bytes)?)))
     }
 
-    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         match self.allocs.get("pinned_ptr", alloc.0)?.place {
             Place::Pinned(ptr) => Ok(ptr),
             Place::Device(_) => Err(error(
@@ -365,7 +390,7 @@ impl Device for CudaDevice {
         }
     }
 
-    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
         Ok(self.allocs.get("alloc_size", alloc.0)?.size)
     }
 
@@ -377,7 +402,8 @@ impl Device for CudaDevice {
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let (to, s) = (self.address("copy_h2d", dst)?, self.stream("copy_h2d", stream)?);
+        let (to, held) = (self.address("copy_h2d", dst)?, self.stream("copy_h2d", stream)?);
+        let s = held.0;
         if dst.len == 0 {
             return Ok(());
         }
@@ -387,7 +413,8 @@ impl Device for CudaDevice {
 
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let (from, s) = (self.address("copy_d2h", src)?, self.stream("copy_d2h", stream)?);
+        let (from, held) = (self.address("copy_d2h", src)?, self.stream("copy_d2h", stream)?);
+        let s = held.0;
         if src.len == 0 {
             return Ok(());
         }
@@ -395,11 +422,12 @@ impl Device for CudaDevice {
         self.check("cuMemcpyDtoHAsync", unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), from, src.len, s) })
     }
 
-    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
-        check_copy_lengths(Backend::Cuda, src, dst)?;
+        check_copy_ranges(Backend::Cuda, src, dst)?;
         let (from, to) = (self.address("copy_d2d", src)?, self.address("copy_d2d", dst)?);
-        let s = self.stream("copy_d2d", stream)?;
+        let held = self.stream("copy_d2d", stream)?;
+        let s = held.0;
         if src.len == 0 {
             return Ok(());
         }
@@ -407,10 +435,11 @@ impl Device for CudaDevice {
         self.check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(to, from, src.len, s) })
     }
 
-    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         self.enter()?;
         check_fill_range(Backend::Cuda, dst)?;
-        let (to, s) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
+        let (to, held) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
+        let s = held.0;
         if dst.len == 0 {
             return Ok(());
         }
@@ -445,7 +474,7 @@ impl Device for CudaDevice {
         Ok(ModuleId(self.modules.insert_shared(module)))
     }
 
-    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         self.enter()?;
         let module = self.modules.get("kernel", module.0)?;
         Ok(KernelId(self.kernels.insert(module::kernel(&module, name)?)))
@@ -461,7 +490,8 @@ impl Device for CudaDevice {
         self.enter()?;
         config.validate(&self.info, "launch")?;
         let kernel = self.kernels.get("launch", kernel.0)?;
-        let s = self.stream("launch", stream)?;
+        let held = self.stream("launch", stream)?;
+        let s = held.0;
         check_kernel_limits(
             &self.info,
             &kernel.name,

@@ -6,8 +6,9 @@ use super::error::check;
 use crate::device::StreamFlags;
 use crate::error::Result;
 
-/// One `CUstream`; destroyed by [`CuStream::destroy`] with the context current.
-pub(super) struct CuStream(pub(super) sys::CUstream);
+/// One `CUstream` of a context; destroyed when dropped, without waiting
+/// (the driver finishes its queued work first).
+pub(super) struct CuStream(pub(super) sys::CUstream, sys::CUcontext);
 
 // SAFETY: CUstream handles may be used from any thread.
 unsafe impl Send for CuStream {}
@@ -15,8 +16,9 @@ unsafe impl Send for CuStream {}
 unsafe impl Sync for CuStream {}
 
 impl CuStream {
-    /// A stream with the requested flags and priority. The context must be current.
-    pub(super) fn new(flags: StreamFlags) -> Result<Self> {
+    /// A stream with the requested flags and priority in `context`, which
+    /// must be current.
+    pub(super) fn new(flags: StreamFlags, context: sys::CUcontext) -> Result<Self> {
         let mut stream: sys::CUstream = std::ptr::null_mut();
         let kind = if flags.non_blocking {
             sys::CUstream_flags::CU_STREAM_NON_BLOCKING
@@ -27,15 +29,17 @@ impl CuStream {
         check("cuStreamCreateWithPriority", unsafe {
             sys::cuStreamCreateWithPriority(&mut stream, kind as u32, flags.priority)
         })?;
-        Ok(Self(stream))
+        Ok(Self(stream, context))
     }
+}
 
-    /// Waits for the stream's work, then destroys it. The context must be current.
-    pub(super) fn destroy(&self) -> Result<()> {
-        // SAFETY: the stream is live and destroyed once (removed from its table).
-        let synced = check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.0) });
-        // SAFETY: as above.
-        check("cuStreamDestroy", unsafe { sys::cuStreamDestroy_v2(self.0) })?;
-        synced
+impl Drop for CuStream {
+    fn drop(&mut self) {
+        // SAFETY: the context outlives its streams (the device drops them
+        // before releasing it); the stream is destroyed once, here.
+        unsafe {
+            let _ = sys::cuCtxSetCurrent(self.1);
+            let _ = sys::cuStreamDestroy_v2(self.0);
+        }
     }
 }

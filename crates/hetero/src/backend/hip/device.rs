@@ -15,7 +15,7 @@ use super::stream::HipStream;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
+    StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -97,6 +97,11 @@ impl HipDevice {
                 positive(attribute(ordinal, hip::hipDeviceAttribute_t_hipDeviceAttributeMaxBlockDimY)?),
                 positive(attribute(ordinal, hip::hipDeviceAttribute_t_hipDeviceAttributeMaxBlockDimZ)?),
             ],
+            max_grid_dims: [
+                positive(attribute(ordinal, hip::hipDeviceAttribute_t_hipDeviceAttributeMaxGridDimX)?),
+                positive(attribute(ordinal, hip::hipDeviceAttribute_t_hipDeviceAttributeMaxGridDimY)?),
+                positive(attribute(ordinal, hip::hipDeviceAttribute_t_hipDeviceAttributeMaxGridDimZ)?),
+            ],
             shared_memory_per_block: positive(attribute(
                 ordinal,
                 hip::hipDeviceAttribute_t_hipDeviceAttributeMaxSharedMemoryPerBlock,
@@ -112,7 +117,7 @@ impl HipDevice {
             info,
             ordinal,
             poisoned: Mutex::new(None),
-            pool_stream: HipStream::new(StreamFlags { non_blocking: true, priority: 0 })?,
+            pool_stream: HipStream::new(StreamFlags { non_blocking: true, priority: 0 }, ordinal)?,
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(Backend::Hip, "stream"),
             events: Handles::new(Backend::Hip, "event"),
@@ -146,8 +151,11 @@ impl HipDevice {
         Err(err)
     }
 
-    fn stream(&self, call: &'static str, id: StreamId) -> Result<hip::hipStream_t> {
-        Ok(self.streams.get(call, id.0)?.0)
+    /// The stream of `id`, kept alive by the returned `Arc` for as long
+    /// as the caller holds it (a concurrent `destroy_stream` cannot destroy
+    /// a stream in use).
+    fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<HipStream>> {
+        self.streams.get(call, id.0)
     }
 
     /// The device address of a checked range.
@@ -168,8 +176,26 @@ impl HipDevice {
 
 impl Drop for HipDevice {
     fn drop(&mut self) {
+        // Open every gate first, also on a poisoned device, so that no
+        // stream waits forever for a user event nobody will complete.
+        let events = self.events.take_all();
+        for event in &events {
+            event.open();
+        }
         if self.enter().is_ok() {
-            let _ = self.pool_stream.destroy();
+            // SAFETY: plain call on the current device; with every gate open,
+            // waiting ends once the queued work (which may use the memory
+            // freed below) has finished.
+            let _ = unsafe { hip::hipDeviceSynchronize() };
+            for mem in self.allocs.take_all() {
+                // Allocations the typed layer retired while still in use.
+                let _ = mem.free(self.pool_stream.0);
+            }
+            for event in events {
+                if let Ok(Some(gate)) = event.destroy() {
+                    self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner).push(gate);
+                }
+            }
             for gate in self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
                 // SAFETY: allocated by hipHostMalloc, open; hipHostFree waits for the device first.
                 let _ = unsafe { hip::hipHostFree(gate.as_ptr().cast()) };
@@ -185,29 +211,26 @@ impl Device for HipDevice {
 
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
         self.enter()?;
-        Ok(StreamId(self.streams.insert(HipStream::new(flags)?)))
+        Ok(StreamId(self.streams.insert(HipStream::new(flags, self.ordinal)?)))
     }
 
-    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        self.enter()?;
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        stream.destroy().inspect_err(|e| {
-            if e.kind == ErrorKind::KernelFault {
-                let _ = self.check("hipStreamSynchronize", hip::hipError_t_hipErrorLaunchFailure);
-            }
-        })
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        // Destroyed (without waiting) when the last concurrent user lets go.
+        self.streams.remove("destroy_stream", stream.0).map(drop)
     }
 
-    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("synchronize_stream", stream)?;
+        let held = self.stream("synchronize_stream", stream)?;
+        let s = held.0;
         // SAFETY: s is a live stream of this context.
         self.check("hipStreamSynchronize", unsafe { hip::hipStreamSynchronize(s) })
     }
 
-    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.enter()?;
-        let s = self.stream("query_stream", stream)?;
+        let held = self.stream("query_stream", stream)?;
+        let s = held.0;
         // SAFETY: s is a live stream of this context.
         self.ready("hipStreamQuery", unsafe { hip::hipStreamQuery(s) })
     }
@@ -222,7 +245,7 @@ impl Device for HipDevice {
         Ok(EventId(self.events.insert(HipEvent::user()?)))
     }
 
-    fn complete_user_event(&self, event: EventId) -> Result<()> {
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
         match &*self.events.get("complete_user_event", event.0)? {
             e @ HipEvent::User { .. } => {
                 e.open();
@@ -234,7 +257,7 @@ impl Device for HipDevice {
         }
     }
 
-    fn destroy_event(&self, event: EventId) -> Result<()> {
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
         let slot = self.events.remove("destroy_event", event.0)?;
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
@@ -245,9 +268,10 @@ impl Device for HipDevice {
         Ok(())
     }
 
-    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("record_event", stream)?;
+        let held = self.stream("record_event", stream)?;
+        let s = held.0;
         match &*self.events.get("record_event", event.0)? {
             HipEvent::Timed { event, recorded } => {
                 // SAFETY: both handles are live objects of this context.
@@ -261,7 +285,7 @@ impl Device for HipDevice {
         }
     }
 
-    fn query_event(&self, event: EventId) -> Result<bool> {
+    unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         self.enter()?;
         match &*self.events.get("query_event", event.0)? {
             // SAFETY: a live event of this context.
@@ -270,7 +294,7 @@ impl Device for HipDevice {
         }
     }
 
-    fn synchronize_event(&self, event: EventId) -> Result<()> {
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         self.enter()?;
         match &*self.events.get("synchronize_event", event.0)? {
             HipEvent::Timed { event, .. } => {
@@ -287,7 +311,7 @@ impl Device for HipDevice {
         }
     }
 
-    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         self.enter()?;
         let handle = |id: EventId| -> Result<hip::hipEvent_t> {
             match &*self.events.get("elapsed_ms", id.0)? {
@@ -307,9 +331,10 @@ impl Device for HipDevice {
         Ok(f64::from(ms))
     }
 
-    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
         self.enter()?;
-        let s = self.stream("stream_wait_event", stream)?;
+        let held = self.stream("stream_wait_event", stream)?;
+        let s = held.0;
         match &*self.events.get("stream_wait_event", event.0)? {
             HipEvent::Timed { event, .. } => {
                 // SAFETY: both handles are live objects of this context.
@@ -336,7 +361,7 @@ impl Device for HipDevice {
         Ok(AllocId(self.allocs.insert(HipMemory::pinned(bytes)?)))
     }
 
-    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         match self.allocs.get("pinned_ptr", alloc.0)?.place {
             Place::Pinned(ptr) => Ok(ptr),
             Place::Device { .. } => Err(error(
@@ -347,7 +372,7 @@ impl Device for HipDevice {
         }
     }
 
-    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
         Ok(self.allocs.get("alloc_size", alloc.0)?.size)
     }
 
@@ -359,7 +384,8 @@ impl Device for HipDevice {
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let (to, s) = (self.address("copy_h2d", dst)?, self.stream("copy_h2d", stream)?);
+        let (to, held) = (self.address("copy_h2d", dst)?, self.stream("copy_h2d", stream)?);
+        let s = held.0;
         if dst.len == 0 {
             return Ok(());
         }
@@ -369,7 +395,8 @@ impl Device for HipDevice {
 
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
         self.enter()?;
-        let (from, s) = (self.address("copy_d2h", src)?, self.stream("copy_d2h", stream)?);
+        let (from, held) = (self.address("copy_d2h", src)?, self.stream("copy_d2h", stream)?);
+        let s = held.0;
         if src.len == 0 {
             return Ok(());
         }
@@ -377,11 +404,12 @@ impl Device for HipDevice {
         self.check("hipMemcpyDtoHAsync", unsafe { hip::hipMemcpyDtoHAsync(dst.cast(), from, src.len, s) })
     }
 
-    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
-        check_copy_lengths(Backend::Hip, src, dst)?;
+        check_copy_ranges(Backend::Hip, src, dst)?;
         let (from, to) = (self.address("copy_d2d", src)?, self.address("copy_d2d", dst)?);
-        let s = self.stream("copy_d2d", stream)?;
+        let held = self.stream("copy_d2d", stream)?;
+        let s = held.0;
         if src.len == 0 {
             return Ok(());
         }
@@ -389,10 +417,11 @@ impl Device for HipDevice {
         self.check("hipMemcpyDtoDAsync", unsafe { hip::hipMemcpyDtoDAsync(to, from, src.len, s) })
     }
 
-    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         self.enter()?;
         check_fill_range(Backend::Hip, dst)?;
-        let (to, s) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
+        let (to, held) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
+        let s = held.0;
         if dst.len == 0 {
             return Ok(());
         }
@@ -417,7 +446,7 @@ impl Device for HipDevice {
         Ok(ModuleId(self.modules.insert_shared(module)))
     }
 
-    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         self.enter()?;
         let module = self.modules.get("kernel", module.0)?;
         Ok(KernelId(self.kernels.insert(module::kernel(&module, name)?)))
@@ -433,7 +462,8 @@ impl Device for HipDevice {
         self.enter()?;
         config.validate(&self.info, "launch")?;
         let kernel = self.kernels.get("launch", kernel.0)?;
-        let s = self.stream("launch", stream)?;
+        let held = self.stream("launch", stream)?;
+        let s = held.0;
         check_kernel_limits(
             &self.info,
             &kernel.name,

@@ -15,7 +15,7 @@ use super::stream::{HostStream, Op};
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_range,
+    PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
 use crate::error::{ErrorKind, Result};
 
@@ -54,6 +54,7 @@ impl HostDevice {
                 total_memory,
                 max_threads_per_block: 1024,
                 max_block_dims: [1024, 1024, 64],
+                max_grid_dims: PORTABLE_GRID_LIMITS,
                 shared_memory_per_block: 64 * 1024,
                 compute_units: cpus,
                 warp_size: 1,
@@ -87,12 +88,32 @@ impl HostDevice {
         Ok(mem)
     }
 
+    /// The device allocation of `range`, checked to contain it; pinned
+    /// memory is refused (device operations never touch host memory).
+    fn device_range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<HostMemory>> {
+        let mem = self.range(call, range)?;
+        if mem.pinned {
+            return Err(error(call, ErrorKind::InvalidHandle, "allocation is pinned host memory, not device memory"));
+        }
+        Ok(mem)
+    }
+
     fn enqueue(&self, call: &'static str, stream: StreamId, op: Op) -> Result<()> {
         self.stream(call, stream)?.enqueue(call, op)
     }
 
     fn insert_alloc(&self, mem: HostMemory) -> AllocId {
         AllocId(self.allocs.insert(mem))
+    }
+}
+
+impl Drop for HostDevice {
+    fn drop(&mut self) {
+        // A user event nobody will complete any more would hold its
+        // waiting streams' workers forever.
+        for event in self.events.take_all() {
+            event.release_gate();
+        }
     }
 }
 
@@ -111,18 +132,17 @@ impl Device for HostDevice {
         Ok(StreamId(self.streams.insert(HostStream::new("hetero-host-stream".to_string())?)))
     }
 
-    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        // Queued work still runs; the worker exits once the last Arc (ours,
-        // or one held by a concurrent call) is dropped.
-        stream.synchronize()
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        // Queued work still runs; the worker exits once the queue is drained
+        // and the last Arc (ours, or one held by a concurrent call) is gone.
+        self.streams.remove("destroy_stream", stream.0).map(drop)
     }
 
-    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         self.stream("synchronize_stream", stream)?.synchronize()
     }
 
-    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.stream("query_stream", stream)?.query()
     }
 
@@ -134,54 +154,51 @@ impl Device for HostDevice {
         Ok(EventId(self.events.insert(HostEvent::user())))
     }
 
-    fn complete_user_event(&self, event: EventId) -> Result<()> {
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
         let ev = self.event("complete_user_event", event)?;
-        ev.complete(ev.current(), None);
-        Ok(())
-    }
-
-    fn destroy_event(&self, event: EventId) -> Result<()> {
-        let ev = self.events.remove("destroy_event", event.0)?;
-        // A user event released while streams wait on it would hold them forever.
-        if !ev.is_complete() && ev.current() == 1 {
-            ev.complete(1, None);
+        if !ev.is_user() {
+            return Err(error("complete_user_event", ErrorKind::InvalidHandle, "event is not a user event"));
         }
+        ev.release_gate();
         Ok(())
     }
 
-    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
+        // A user event released while streams wait on it would hold them forever.
+        self.events.remove("destroy_event", event.0)?.release_gate();
+        Ok(())
+    }
+
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         let ev = self.event("record_event", event)?;
+        if ev.is_user() {
+            return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
+        }
         let target = self.stream("record_event", stream)?;
         let generation = ev.begin_record();
         target.signal("record_event", ev, generation)
     }
 
-    fn query_event(&self, event: EventId) -> Result<bool> {
+    unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         Ok(self.event("query_event", event)?.is_complete())
     }
 
-    fn synchronize_event(&self, event: EventId) -> Result<()> {
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         self.event("synchronize_event", event)?.wait()
     }
 
-    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         let t0 = self.event("elapsed_ms", start)?.time("elapsed_ms")?;
         let t1 = self.event("elapsed_ms", end)?.time("elapsed_ms")?;
         let ms = |t: Instant| t.duration_since(self.epoch).as_secs_f64() * 1e3;
         Ok(ms(t1) - ms(t0))
     }
 
-    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
         let ev = self.event("stream_wait_event", event)?;
         let generation = ev.current();
-        self.enqueue(
-            "stream_wait_event",
-            stream,
-            Box::new(move || {
-                ev.wait_for(generation);
-                Ok(())
-            }),
-        )
+        // A failure of the recorded stream becomes this stream's failure.
+        self.enqueue("stream_wait_event", stream, Box::new(move || ev.wait_for(generation)))
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
@@ -192,7 +209,7 @@ impl Device for HostDevice {
         Ok(self.insert_alloc(HostMemory::new("alloc_pinned", bytes, true, self.memory_limit)?))
     }
 
-    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         let mem = self.alloc("pinned_ptr", alloc)?;
         if !mem.pinned {
             return Err(error(
@@ -204,7 +221,7 @@ impl Device for HostDevice {
         Ok(mem.ptr())
     }
 
-    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
         Ok(self.alloc("alloc_size", alloc)?.size())
     }
 
@@ -250,9 +267,9 @@ impl Device for HostDevice {
         )
     }
 
-    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
-        check_copy_lengths(Backend::Host, src, dst)?;
-        let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        check_copy_ranges(Backend::Host, src, dst)?;
+        let (from, to) = (self.device_range("copy_d2d", src)?, self.device_range("copy_d2d", dst)?);
         if src.len == 0 {
             return Ok(());
         }
@@ -260,19 +277,23 @@ impl Device for HostDevice {
             "copy_d2d",
             stream,
             Box::new(move || {
-                // SAFETY: both ranges lie inside their allocations (checked
-                // above); `copy` tolerates overlap.
+                // SAFETY: both ranges lie inside their allocations and do
+                // not overlap (checked above).
                 unsafe {
-                    std::ptr::copy(from.ptr().as_ptr().add(src.offset), to.ptr().as_ptr().add(dst.offset), src.len)
+                    std::ptr::copy_nonoverlapping(
+                        from.ptr().as_ptr().add(src.offset),
+                        to.ptr().as_ptr().add(dst.offset),
+                        src.len,
+                    )
                 };
                 Ok(())
             }),
         )
     }
 
-    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         check_fill_range(Backend::Host, dst)?;
-        let mem = self.range("fill_u32", dst)?;
+        let mem = self.device_range("fill_u32", dst)?;
         if dst.len == 0 {
             return Ok(());
         }
@@ -296,7 +317,7 @@ impl Device for HostDevice {
         Ok(ModuleId(self.modules.insert(HostModule::build(source)?)))
     }
 
-    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         let built = self.modules.get("kernel", module.0)?;
         let Some(&function) = built.kernels.get(name) else {
             let mut known: Vec<_> = built.kernels.keys().cloned().collect();
@@ -325,8 +346,7 @@ impl Device for HostDevice {
             .map(|arg| {
                 Ok(match *arg {
                     KernelArg::Buffer { alloc, offset } => {
-                        let mem = self.alloc("launch", alloc)?;
-                        check_range(Backend::Host, "launch", offset, 0, mem.size())?;
+                        let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
                         kernels::Arg::Buffer { mem, offset }
                     }
                     KernelArg::U32(v) => kernels::Arg::U32(v),
@@ -342,7 +362,11 @@ impl Device for HostDevice {
             stream,
             Box::new(move || {
                 let [gx, gy, gz] = config.grid.map(u64::from);
-                (0..gx * gy * gz)
+                // At most 2^63 blocks within PORTABLE_GRID_LIMITS; checked all the same.
+                let blocks = gx.checked_mul(gy).and_then(|b| b.checked_mul(gz)).ok_or_else(|| {
+                    error("launch", ErrorKind::InvalidLaunch, format!("grid {:?} has too many blocks", config.grid))
+                })?;
+                (0..blocks)
                     .into_par_iter()
                     .try_for_each(|flat| {
                         let block = Block {

@@ -26,14 +26,28 @@ struct Marks {
 pub(super) struct HostEvent {
     marks: Mutex<Marks>,
     reached: Condvar,
+    /// A user event: completed by the host, never recorded.
+    user: bool,
 }
 
 impl HostEvent {
     /// An event that completes only by [`HostEvent::complete`] from the host.
     pub(super) fn user() -> Self {
-        let event = Self::default();
+        let event = Self { user: true, ..Self::default() };
         event.lock().recorded = 1;
         event
+    }
+
+    /// `true` for a user event.
+    pub(super) fn is_user(&self) -> bool {
+        self.user
+    }
+
+    /// Completes a user event that is still open (no effect on others).
+    pub(super) fn release_gate(&self) {
+        if self.user {
+            self.complete(1, None);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Marks> {
@@ -70,20 +84,21 @@ impl HostEvent {
         marks.completed >= marks.recorded
     }
 
-    /// Blocks until `generation` is reached.
-    pub(super) fn wait_for(&self, generation: u64) {
+    /// Blocks until `generation` is reached; the error of a failed stream
+    /// that reached it (or a later recording).
+    pub(super) fn wait_for(&self, generation: u64) -> Result<()> {
         let mut marks = self.lock();
         while marks.completed < generation {
             marks = self.reached.wait(marks).unwrap_or_else(PoisonError::into_inner);
         }
+        marks.error.clone().map_or(Ok(()), Err)
     }
 
     /// Blocks until the latest recording is reached; the error of a failed
     /// stream that reached it.
     pub(super) fn wait(&self) -> Result<()> {
         let target = self.current();
-        self.wait_for(target);
-        self.lock().error.clone().map_or(Ok(()), Err)
+        self.wait_for(target)
     }
 
     /// When the latest recording was reached, or `NotReady`.

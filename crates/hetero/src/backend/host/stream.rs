@@ -1,13 +1,14 @@
 //! Streams of the host backend: one worker thread per stream runs its
 //! operations in order, so enqueueing returns before the work is done.
 //!
-//! Like a GPU stream, an operation that fails makes the stream *sticky*: its
-//! later operations are skipped and every synchronising call returns the
-//! first error.
+//! Like a GPU stream, an operation that fails (or panics) makes the stream
+//! *sticky*: its later operations are skipped and every synchronising call
+//! returns the first error. Events the stream reaches afterwards carry that
+//! error to the streams and host threads that wait on them.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::JoinHandle;
 
 use super::error::error;
 use super::event::HostEvent;
@@ -38,11 +39,11 @@ struct Shared {
     done: Condvar,
 }
 
-/// An in-order queue served by its own thread.
+/// An in-order queue served by its own thread. Dropping it closes the
+/// queue without waiting: the worker runs what is queued, then exits.
 pub(super) struct HostStream {
-    sender: Option<mpsc::Sender<Work>>,
+    sender: mpsc::Sender<Work>,
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<()>>,
 }
 
 impl HostStream {
@@ -50,11 +51,11 @@ impl HostStream {
         let (sender, receiver) = mpsc::channel::<Work>();
         let shared = Arc::new(Shared::default());
         let worker_shared = Arc::clone(&shared);
-        let worker = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name(name)
             .spawn(move || serve(&receiver, &worker_shared))
             .map_err(|e| error("create_stream", ErrorKind::Driver, format!("cannot start stream thread: {e}")))?;
-        Ok(Self { sender: Some(sender), shared, worker: Some(worker) })
+        Ok(Self { sender, shared })
     }
 
     /// Queues `op` behind everything enqueued before.
@@ -68,11 +69,9 @@ impl HostStream {
     }
 
     fn push(&self, call: &'static str, work: Work) -> Result<()> {
-        let sender =
-            self.sender.as_ref().ok_or_else(|| error(call, ErrorKind::InvalidHandle, "stream is being destroyed"))?;
         let mut progress = self.shared.progress.lock().unwrap_or_else(PoisonError::into_inner);
         progress.enqueued += 1;
-        sender.send(work).map_err(|_| {
+        self.sender.send(work).map_err(|_| {
             progress.enqueued -= 1;
             error(call, ErrorKind::Driver, "stream worker has stopped")
         })
@@ -98,21 +97,11 @@ impl HostStream {
     }
 }
 
-impl Drop for HostStream {
-    fn drop(&mut self) {
-        // Closing the channel lets the worker drain the queue and exit.
-        self.sender = None;
-        if let Some(worker) = self.worker.take() {
-            let _ = worker.join();
-        }
-    }
-}
-
 fn serve(receiver: &mpsc::Receiver<Work>, shared: &Shared) {
     while let Ok(work) = receiver.recv() {
         let failed = shared.progress.lock().unwrap_or_else(PoisonError::into_inner).error.clone();
         let outcome = match (work, failed) {
-            (Work::Run(op), None) => op(),
+            (Work::Run(op), None) => run(op),
             (Work::Run(_), Some(_)) => Ok(()),
             (Work::Signal(event, generation), failed) => {
                 event.complete(generation, failed);
@@ -126,4 +115,18 @@ fn serve(receiver: &mpsc::Receiver<Work>, shared: &Shared) {
         progress.completed += 1;
         shared.done.notify_all();
     }
+}
+
+/// Runs one operation; a panic (a bug in a kernel or in the backend) becomes
+/// the stream's sticky error instead of killing the worker, which would
+/// leave every later synchronisation waiting forever.
+fn run(op: Op) -> Result<()> {
+    catch_unwind(AssertUnwindSafe(op)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_string()))
+            .unwrap_or_else(|| "unknown panic".to_string());
+        Err(error("stream operation", ErrorKind::KernelFault, format!("operation panicked: {why}")))
+    })
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::command_queue::{
     CommandQueue, enqueue_barrier_with_wait_list, enqueue_copy_buffer, enqueue_fill_buffer,
@@ -22,7 +22,7 @@ use super::stream::{self, ClStream};
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_copy_lengths, check_fill_range, check_kernel_limits, check_range,
+    PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{ErrorKind, Result};
 
@@ -37,6 +37,9 @@ pub struct OpenClDevice {
     base_align: usize,
     /// Maps and unmaps pinned buffers; runs nothing else.
     mapper: Arc<CommandQueue>,
+    /// Destroyed streams whose queued work may still run; finished (and
+    /// released) once idle, or at the latest when the device is dropped.
+    retired_streams: Mutex<Vec<Arc<ClStream>>>,
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
     allocs: Handles<ClMemory>,
@@ -73,6 +76,8 @@ impl OpenClDevice {
             max_threads_per_block: u32::try_from(device.max_work_group_size().map_err(q("clGetDeviceInfo"))?)
                 .unwrap_or(u32::MAX),
             max_block_dims: [dim(0), dim(1), dim(2)],
+            // OpenCL states no grid limit of its own.
+            max_grid_dims: PORTABLE_GRID_LIMITS,
             shared_memory_per_block: usize::try_from(device.local_mem_size().map_err(q("clGetDeviceInfo"))?)
                 .unwrap_or(usize::MAX),
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
@@ -82,6 +87,7 @@ impl OpenClDevice {
         let mapper = Arc::new(stream::create(&context)?);
         Ok(Self {
             mapper,
+            retired_streams: Mutex::new(Vec::new()),
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -102,6 +108,16 @@ impl OpenClDevice {
     fn range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<ClMemory>> {
         let mem = self.allocs.get(call, range.alloc.0)?;
         check_range(Backend::OpenCl, call, range.offset, range.len, mem.size)?;
+        Ok(mem)
+    }
+
+    /// As [`Self::range`], refusing pinned memory (device operations never
+    /// touch memory the host may be reading).
+    fn device_range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<ClMemory>> {
+        let mem = self.range(call, range)?;
+        if mem.host_ptr().is_some() {
+            return Err(error(call, ErrorKind::InvalidHandle, "allocation is pinned host memory, not device memory"));
+        }
         Ok(mem)
     }
 
@@ -157,16 +173,19 @@ impl Device for OpenClDevice {
         Ok(StreamId(self.streams.insert(ClStream::new(&self.context)?)))
     }
 
-    fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        // Finishing first keeps "destroy waits for queued work" on every backend.
-        self.streams.remove("destroy_stream", stream.0)?.finish()
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
+        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.retain(|s| !matches!(s.is_idle(), Ok(true)));
+        retired.push(stream);
+        Ok(())
     }
 
-    fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         self.queue("synchronize_stream", stream)?.finish()
     }
 
-    fn query_stream(&self, stream: StreamId) -> Result<bool> {
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.queue("query_stream", stream)?.is_idle()
     }
 
@@ -179,7 +198,7 @@ impl Device for OpenClDevice {
         Ok(EventId(self.events.insert(ClEvent::user(Event::new(raw)))))
     }
 
-    fn complete_user_event(&self, event: EventId) -> Result<()> {
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
         let slot = self.events.get("complete_user_event", event.0)?;
         if !slot.user {
             return Err(error("complete_user_event", ErrorKind::InvalidHandle, "event is not a user event"));
@@ -187,13 +206,13 @@ impl Device for OpenClDevice {
         open_gate(&slot, "complete_user_event")
     }
 
-    fn destroy_event(&self, event: EventId) -> Result<()> {
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
         let slot = self.events.remove("destroy_event", event.0)?;
         // A user event released while queues wait on it would hold them forever.
         if slot.user { open_gate(&slot, "destroy_event") } else { Ok(()) }
     }
 
-    fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         let slot = self.events.get("record_event", event.0)?;
         if slot.user {
             return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
@@ -202,21 +221,21 @@ impl Device for OpenClDevice {
         Ok(())
     }
 
-    fn query_event(&self, event: EventId) -> Result<bool> {
+    unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         match self.events.get("query_event", event.0)?.current()? {
             Some(ev) => is_complete(&ev, "query_event"),
             None => Ok(true),
         }
     }
 
-    fn synchronize_event(&self, event: EventId) -> Result<()> {
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         match self.events.get("synchronize_event", event.0)?.current()? {
             Some(ev) => ev.wait().map_err(from_cl("clWaitForEvents")),
             None => Ok(()),
         }
     }
 
-    fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         let time = |id: EventId| -> Result<u64> {
             let slot = self.events.get("elapsed_ms", id.0)?;
             let ev =
@@ -247,7 +266,7 @@ impl Device for OpenClDevice {
         Ok((t1 as f64 - t0 as f64) / 1e6)
     }
 
-    fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
         let queue = self.queue("stream_wait_event", stream)?;
         let Some(ev) = self.events.get("stream_wait_event", event.0)?.current()? else {
             return Ok(());
@@ -267,13 +286,13 @@ impl Device for OpenClDevice {
         Ok(AllocId(self.allocs.insert(pinned)))
     }
 
-    fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         self.allocs.get("pinned_ptr", alloc.0)?.host_ptr().ok_or_else(|| {
             error("pinned_ptr", ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory")
         })
     }
 
-    fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
         Ok(self.allocs.get("alloc_size", alloc.0)?.size)
     }
 
@@ -325,15 +344,12 @@ impl Device for OpenClDevice {
         queue.submitted("clEnqueueReadBuffer", raw)
     }
 
-    fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
-        check_copy_lengths(Backend::OpenCl, src, dst)?;
-        let (from, to) = (self.range("copy_d2d", src)?, self.range("copy_d2d", dst)?);
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        check_copy_ranges(Backend::OpenCl, src, dst)?;
+        let (from, to) = (self.device_range("copy_d2d", src)?, self.device_range("copy_d2d", dst)?);
         let queue = self.queue("copy_d2d", stream)?;
         if src.len == 0 {
             return Ok(());
-        }
-        if src.alloc == dst.alloc && src.offset < dst.offset + dst.len && dst.offset < src.offset + src.len {
-            return Err(error("copy_d2d", ErrorKind::OutOfBounds, "source and destination ranges overlap"));
         }
         // SAFETY: both ranges lie in their buffers (checked) and do not overlap.
         let raw = unsafe {
@@ -351,9 +367,9 @@ impl Device for OpenClDevice {
         queue.submitted("clEnqueueCopyBuffer", raw)
     }
 
-    fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         check_fill_range(Backend::OpenCl, dst)?;
-        let mem = self.range("fill_u32", dst)?;
+        let mem = self.device_range("fill_u32", dst)?;
         let queue = self.queue("fill_u32", stream)?;
         if dst.len == 0 {
             return Ok(());
@@ -378,8 +394,15 @@ impl Device for OpenClDevice {
         Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), source)?)))
     }
 
-    fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         let program = self.modules.get("kernel", module.0)?;
+        if name.contains('\0') {
+            return Err(error(
+                "kernel",
+                ErrorKind::KernelNotFound,
+                format!("kernel name {name:?} contains a NUL byte"),
+            ));
+        }
         Ok(KernelId(self.kernels.insert(ClKernel::new(&program, self.device.id(), name)?)))
     }
 
@@ -416,8 +439,7 @@ impl Device for OpenClDevice {
         let mut mems: Vec<cl_mem> = Vec::with_capacity(args.len());
         for arg in args {
             if let KernelArg::Buffer { alloc, offset } = *arg {
-                let mem = self.allocs.get("launch", alloc.0)?;
-                check_range(Backend::OpenCl, "launch", offset, 0, mem.size)?;
+                let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
                 if offset == 0 {
                     mems.push(mem.mem);
                 } else {
@@ -470,6 +492,23 @@ impl Device for OpenClDevice {
         drop(guard);
         drop(subs);
         queue.submitted("clEnqueueNDRangeKernel", raw)
+    }
+}
+
+impl Drop for OpenClDevice {
+    fn drop(&mut self) {
+        // Open every gate, so no queue waits forever for a user event nobody
+        // will complete, then let every queue finish: queued copies may
+        // read or write pinned memory that is unmapped when the tables drop.
+        for event in self.events.take_all() {
+            if event.user {
+                let _ = open_gate(&event, "drop");
+            }
+        }
+        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for stream in self.streams.take_all().into_iter().chain(retired) {
+            let _ = stream.finish();
+        }
     }
 }
 
