@@ -60,3 +60,33 @@ fn typed_layer_over_a_concrete_device() {
     stream.copy_to_host(&x, &mut out).unwrap();
     assert_eq!(out, [2.5; 8]);
 }
+
+/// A stream that waits on an event of a faulted stream fails too, and a
+/// read behind that wait reports the fault instead of stale data (W1: the
+/// read on the waiting stream returned `Ok` with the old contents).
+#[test]
+fn fault_travels_through_event_waits() {
+    let ctx = Context::new(HostDevice::new());
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let (a, b) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let mut x = ctx.alloc::<u32>(16).unwrap();
+    b.fill(&mut x, 1).unwrap();
+    b.synchronize().unwrap();
+    {
+        let xs = x.slice_mut(..).unwrap();
+        // SAFETY: deliberately breaks the contract (n = 32 > 16 elements); the
+        // host backend bounds-checks every access, so this is a fault, not UB.
+        unsafe {
+            a.launch(&kernel, LaunchConfig::linear(1, 32, 0), &[(&xs).into(), 32u32.into(), 2u32.into(), 0u32.into()])
+        }
+        .unwrap();
+    }
+    let done = ctx.event().unwrap();
+    a.record(&done).unwrap();
+    b.wait(&done).unwrap();
+    let mut out = [0u32; 16];
+    let err = b.copy_to_host(&x, &mut out).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
+    assert_eq!(b.synchronize().unwrap_err().kind, ErrorKind::KernelFault, "the waiting stream's failure is sticky");
+    assert_eq!(done.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
+}

@@ -32,6 +32,26 @@
 //!
 //! Kernel launches are `unsafe`: the kernel is foreign code that the
 //! library cannot check (see [`Stream::launch`]).
+//!
+//! Safe code cannot reach the raw operations with the typed layer's handles
+//! (U1: it destroyed a buffer's tracking event and filled pinned memory the
+//! host was reading). This does not compile:
+//!
+//! ```compile_fail,E0133
+//! use hetero::{Context, Device, backend::host::HostDevice};
+//! let ctx = Context::new(HostDevice::new());
+//! let stream = ctx.stream().unwrap();
+//! ctx.device().destroy_stream(stream.id()).unwrap(); // error[E0133]: needs `unsafe`
+//! ```
+//!
+//! nor does forging a waitable event from a raw handle:
+//!
+//! ```compile_fail,E0277
+//! use hetero::{Context, EventId, backend::host::HostDevice};
+//! let ctx = Context::new(HostDevice::new());
+//! let stream = ctx.stream().unwrap();
+//! stream.wait(&EventId(1)).unwrap(); // error[E0277]: `Waitable` is sealed
+//! ```
 
 mod buffer;
 mod context;

@@ -177,3 +177,86 @@ pub fn out_of_memory_leaves_device_usable(ctx: &Context) {
     stream.copy_to_host(&x, &mut out).unwrap();
     assert!(out.iter().all(|&v| v == 9));
 }
+
+/// A kernel name with a NUL byte is `KernelNotFound` on every backend
+/// (it panicked inside opencl3).
+pub fn kernel_name_with_nul(ctx: &Context) {
+    let module = ctx.build_module(hetero::kernels::UTIL).unwrap();
+    assert_eq!(kind(module.kernel("affine\0u32")), ErrorKind::KernelNotFound);
+    assert_eq!(kind(module.kernel("a\0b")), ErrorKind::KernelNotFound);
+}
+
+/// Too few or too many launch arguments get one error, naming both counts,
+/// on every backend (the host said "expects an argument 2 but the launch
+/// passed 2" and accepted extra arguments).
+pub fn argument_count_checked(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let mut x = ctx.alloc::<u32>(64).unwrap();
+    let xs = x.slice_mut(..).unwrap();
+    let config = LaunchConfig::linear(1, 64, 0);
+    // SAFETY: each launch is refused before it reaches the device.
+    let few = unsafe { stream.launch(&kernel, config, &[(&xs).into(), 64u32.into()]) }.unwrap_err();
+    assert_eq!(few.kind, ErrorKind::InvalidLaunch);
+    assert!(few.message.contains("takes 4 arguments") && few.message.contains("passed 2"), "{few}");
+    // SAFETY: as above.
+    let many =
+        unsafe { stream.launch(&kernel, config, &[(&xs).into(), 64u32.into(), 1u32.into(), 1u32.into(), 1u32.into()]) }
+            .unwrap_err();
+    assert!(many.message.contains("takes 4 arguments") && many.message.contains("passed 5"), "{many}");
+}
+
+/// Range errors print ranges as written (`10..20`), not `Included(10)..Excluded(20)`.
+pub fn range_messages_read_as_written(ctx: &Context) {
+    let buf = ctx.alloc::<u32>(16).unwrap();
+    let check = |err: hetero::Error, range: &str| {
+        assert!(err.message.contains(&format!("range {range} is outside")), "{err}");
+        assert!(!err.message.contains("Included") && !err.message.contains("Excluded"), "{err}");
+    };
+    check(buf.slice(10..20).unwrap_err(), "10..20");
+    check(buf.slice(..=16).unwrap_err(), "..=16");
+    check(buf.slice(17..).unwrap_err(), "17..");
+}
+
+/// Grids beyond the device's limits are refused before anything runs
+/// (P1: on the host `[1<<31, 1<<31, 4]` overflowed a multiplication in the
+/// worker, which then hung every drop; `[1, 65536, 65536]` ran for minutes).
+pub fn grid_beyond_limits(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let mut x = ctx.alloc::<u32>(64).unwrap();
+    let xs = x.slice_mut(..).unwrap();
+    let limits = ctx.info().max_grid_dims;
+    assert!(limits.iter().all(|&l| l > 0), "{limits:?}");
+    let grids = [[1u32 << 31, 1 << 31, 4], [1, 65536, 65536], [1, 1, limits[2].saturating_add(1)]];
+    for grid in grids.into_iter().filter(|g| g.iter().zip(&limits).any(|(g, l)| g > l)) {
+        let config = LaunchConfig { grid, block: [64, 1, 1], shared_bytes: 0 };
+        // SAFETY: refused before launch.
+        let err = unsafe { stream.launch(&kernel, config, &[(&xs).into(), 64u32.into(), 1u32.into(), 0u32.into()]) }
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidLaunch, "{grid:?}: {err}");
+    }
+    stream.synchronize().unwrap();
+}
+
+/// Pinned buffers of an over-aligned type are aligned or refused with a
+/// typed error (U3: PoCL maps at 128 bytes, and `host_slice` formed a
+/// misaligned slice of a `#[repr(align(256))]` type).
+pub fn over_aligned_pinned_types(ctx: &Context) {
+    #[derive(Clone, Copy, bytemuck::Zeroable, bytemuck::Pod)]
+    #[repr(C, align(256))]
+    struct Wide([u8; 256]);
+    for len in 1..=40 {
+        match ctx.alloc_pinned::<Wide>(len) {
+            Ok(buf) => {
+                let slice = buf.host_slice().unwrap();
+                assert!((slice.as_ptr() as usize).is_multiple_of(256), "misaligned pinned slice");
+                assert_eq!(slice.len(), len);
+            }
+            Err(e) => {
+                assert_eq!(e.kind, ErrorKind::OutOfBounds, "{e}");
+                assert!(e.message.contains("256"), "{e}");
+            }
+        }
+    }
+}

@@ -38,6 +38,13 @@ macro_rules! backend_tests {
             #[case::unknown_kernel(bad_input::kernel_not_in_module)]
             #[case::build_failure(bad_input::build_failure_carries_log)]
             #[case::out_of_memory(bad_input::out_of_memory_leaves_device_usable)]
+            #[case::kernel_name_with_nul(bad_input::kernel_name_with_nul)]
+            #[case::argument_count(bad_input::argument_count_checked)]
+            #[case::range_messages(bad_input::range_messages_read_as_written)]
+            #[case::grid_beyond_limits(bad_input::grid_beyond_limits)]
+            #[case::over_aligned_pinned(bad_input::over_aligned_pinned_types)]
+            #[case::forgotten_gate_drops(semantics::drops_never_wait_for_a_forgotten_gate)]
+            #[case::forgotten_gate_device_drop(semantics::device_drop_opens_forgotten_gates)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

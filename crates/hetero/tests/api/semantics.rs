@@ -254,3 +254,59 @@ pub fn pinned_host_access_waits(ctx: &Context) {
     assert!(data.iter().all(|&v| v == 42));
     opener.join().unwrap();
 }
+
+/// Runs `body` on another thread and fails if it has not returned within
+/// `seconds` (a hang is a failure, not a stuck test run).
+fn within<T: Send + 'static>(seconds: u64, what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(body());
+    });
+    rx.recv_timeout(Duration::from_secs(seconds)).unwrap_or_else(|_| panic!("{what} did not return within {seconds} s"))
+}
+
+/// Dropping streams, buffers and the context never blocks on a gate nobody
+/// will open (H1: an early `?` dropped buffers before the gate and their
+/// drop waited forever; H2: `mem::forget` of a `UserEvent` made dropping
+/// its stream hang).
+pub fn drops_never_wait_for_a_forgotten_gate(ctx: &Context) {
+    let ctx = ctx.clone();
+    within(20, "dropping objects behind a forgotten gate", move || {
+        let stream = ctx.stream().unwrap();
+        let gate = ctx.user_event().unwrap();
+        let input = ctx.pinned_from_slice(&[1u32; 1024]).unwrap();
+        let mut device = ctx.alloc::<u32>(1024).unwrap();
+        let mut output = ctx.alloc_pinned::<u32>(1024).unwrap();
+        stream.wait(&gate).unwrap();
+        stream.copy(&input, &mut device).unwrap();
+        stream.copy(&device, &mut output).unwrap();
+        std::mem::forget(gate);
+        drop(device);
+        drop(stream);
+        // The pinned buffers are still used by the held copies: retired, not freed.
+        drop(input);
+        drop(output);
+        assert!(ctx.deferred_frees() >= 3);
+    });
+}
+
+/// Dropping the last object of a device whose streams a forgotten gate
+/// holds returns: the device opens its gates and lets the work finish.
+pub fn device_drop_opens_forgotten_gates(ctx: &Context) {
+    let backend = ctx.info().backend;
+    within(20, "dropping a device behind a forgotten gate", move || {
+        let ctx = hetero::testing::context(backend).ok().and_then(|a| match a {
+            hetero::testing::Availability::Ready(c) => Some(c),
+            hetero::testing::Availability::Skipped(_) => None,
+        });
+        let Some(ctx) = ctx else { return };
+        let stream = ctx.stream().unwrap();
+        let gate = ctx.user_event().unwrap();
+        let input = ctx.pinned_from_slice(&[1u32; 1024]).unwrap();
+        let mut device = ctx.alloc::<u32>(1024).unwrap();
+        stream.wait(&gate).unwrap();
+        stream.copy(&input, &mut device).unwrap();
+        std::mem::forget(gate);
+        drop((device, input, stream, ctx));
+    });
+}

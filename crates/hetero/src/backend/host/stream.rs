@@ -130,3 +130,33 @@ fn run(op: Op) -> Result<()> {
         Err(error("stream operation", ErrorKind::KernelFault, format!("operation panicked: {why}")))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panicking operation becomes the stream's sticky error; the worker
+    /// keeps serving, so synchronising returns instead of hanging (W2: a
+    /// multiply overflow panicked the worker and every later drop hung).
+    #[test]
+    fn panic_in_an_operation_is_a_sticky_error() {
+        let stream = HostStream::new("test".to_string()).expect("stream");
+        stream.enqueue("test", Box::new(|| panic!("boom"))).expect("enqueue");
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        stream
+            .enqueue(
+                "test",
+                Box::new(move || {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    Ok(())
+                }),
+            )
+            .expect("enqueue");
+        let err = stream.synchronize().expect_err("the panic is reported");
+        assert_eq!(err.kind, ErrorKind::KernelFault);
+        assert!(err.message.contains("boom"), "{err}");
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "work after a failure is skipped");
+        assert!(stream.query().is_err());
+    }
+}
