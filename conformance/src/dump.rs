@@ -34,9 +34,20 @@ impl std::fmt::Display for DumpError {
 impl std::error::Error for DumpError {}
 
 impl Dump {
-    /// Creates `root` (and parents) and checks that a file can be written there.
+    /// Creates `root` (and parents) and checks that a file can be written
+    /// there. An existing `root` must be empty: a dump never overwrites a
+    /// user's files.
     pub fn create(root: &Path) -> Result<Self, DumpError> {
-        std::fs::create_dir_all(root).map_err(|source| DumpError { path: root.to_path_buf(), source })?;
+        let fail = |source| DumpError { path: root.to_path_buf(), source };
+        if let Ok(mut entries) = std::fs::read_dir(root)
+            && entries.next().is_some()
+        {
+            return Err(fail(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the folder exists and is not empty; give --dump a new or empty folder",
+            )));
+        }
+        std::fs::create_dir_all(root).map_err(fail)?;
         let readme = root.join("README.md");
         std::fs::write(&readme, README).map_err(|source| DumpError { path: readme.clone(), source })?;
         Ok(Self { root: root.to_path_buf() })

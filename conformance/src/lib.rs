@@ -13,6 +13,7 @@ pub mod html;
 pub mod inputs;
 pub mod junit;
 pub mod markdown;
+pub mod output;
 pub mod report;
 pub mod run;
 pub mod table;

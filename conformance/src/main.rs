@@ -5,12 +5,13 @@
 //! request cannot run (bad arguments, a backend that is missing, an
 //! unwritable output path).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use conformance::dump::Dump;
+use conformance::output::Output;
 use conformance::report::{Report, SCHEMA_VERSION, Unavailable};
 use conformance::{Selection, Size, Workload, inputs, run_device, table};
 use hetero::{Backend, Context};
@@ -98,30 +99,48 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<bool, CannotRun> {
-    let dump = match &cli.dump {
-        Some(dir) => Some(Dump::create(dir).map_err(|e| CannotRun(format!("--dump: {e}")))?),
-        None => None,
-    };
-    let create = |flag: &str, path: &Option<PathBuf>| -> Result<Option<std::fs::File>, CannotRun> {
-        path.as_ref()
-            .map(|p| {
-                std::fs::File::create(p).map_err(|e| CannotRun(format!("{flag}: cannot write `{}`: {e}", p.display())))
-            })
-            .transpose()
-    };
-    // Every output file is opened before anything runs, so a bad path costs nothing.
-    let mut json = create("--json", &cli.json)?;
-    let mut junit_file = create("--junit", &cli.junit)?;
-    let mut markdown_file = create("--markdown", &cli.markdown)?;
-    let mut trace_file = create("--trace", &cli.trace)?;
-    let mut html_file = create("--html", &cli.html)?;
-    let (contexts, unavailable) = select(cli)?;
+    // Everything that can be checked before a device is touched.
     let tuning = conformance::Tuning {
         pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
         pull_pageable: cli.pull_pageable,
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
     };
+    let wave = cli
+        .workload
+        .contains(&Workload::Wave)
+        .then(|| conformance::workloads::wave::Grid::tuned(cli.size, &tuning))
+        .transpose()
+        .map_err(CannotRun)?;
+    let files: Vec<(&'static str, &std::path::Path)> = [
+        ("--json", &cli.json),
+        ("--junit", &cli.junit),
+        ("--markdown", &cli.markdown),
+        ("--trace", &cli.trace),
+        ("--html", &cli.html),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+    .collect();
+    conformance::output::check_distinct(&files).map_err(CannotRun)?;
+    let (contexts, unavailable) = select(cli)?;
+    if let Some(grid) = wave {
+        check_memory(&contexts, grid)?;
+    }
+    // Only now, with the run sure to start, are outputs prepared: each is
+    // renamed into place when written, so existing files survive a failure.
+    let dump = match &cli.dump {
+        Some(dir) => Some(Dump::create(dir).map_err(|e| CannotRun(format!("--dump: {e}")))?),
+        None => None,
+    };
+    let create = |flag: &'static str, path: &Option<PathBuf>| -> Result<Option<Output>, CannotRun> {
+        path.as_deref().map(|p| Output::create(flag, p)).transpose().map_err(CannotRun)
+    };
+    let json = create("--json", &cli.json)?;
+    let junit_file = create("--junit", &cli.junit)?;
+    let markdown_file = create("--markdown", &cli.markdown)?;
+    let trace_file = create("--trace", &cli.trace)?;
+    let html_file = create("--html", &cli.html)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump, tuning };
     println!(
         "hetero conform: {} on {}, size {}, seed {}",
@@ -176,26 +195,22 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     } else {
         println!("FAIL: {failed} of {total} checks failed");
     }
-    if let (Some(file), Some(path)) = (json.as_mut(), &cli.json) {
+    if let Some(file) = json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| CannotRun(format!("--json: {e}")))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .map_err(|e| CannotRun(format!("--json: cannot write `{}`: {e}", path.display())))?;
+        file.commit(format!("{text}\n").as_bytes()).map_err(CannotRun)?;
     }
-    if let Some(file) = junit_file.as_mut() {
+    if let Some(file) = junit_file {
         let xml = conformance::junit::render(&report).map_err(|e| CannotRun(format!("--junit: {e}")))?;
-        file.write_all(xml.as_bytes()).map_err(|e| CannotRun(format!("--junit: {e}")))?;
+        file.commit(xml.as_bytes()).map_err(CannotRun)?;
     }
-    if let Some(file) = trace_file.as_mut() {
-        let trace = conformance::timeline::chrome_trace(&report);
-        file.write_all(trace.to_string().as_bytes()).map_err(|e| CannotRun(format!("--trace: {e}")))?;
+    if let Some(file) = trace_file {
+        file.commit(conformance::timeline::chrome_trace(&report).to_string().as_bytes()).map_err(CannotRun)?;
     }
-    if let Some(file) = html_file.as_mut() {
-        file.write_all(conformance::html::render(&report).as_bytes()).map_err(|e| CannotRun(format!("--html: {e}")))?;
+    if let Some(file) = html_file {
+        file.commit(conformance::html::render(&report).as_bytes()).map_err(CannotRun)?;
     }
-    if let Some(file) = markdown_file.as_mut() {
-        file.write_all(conformance::markdown::render(&report).as_bytes())
-            .map_err(|e| CannotRun(format!("--markdown: {e}")))?;
+    if let Some(file) = markdown_file {
+        file.commit(conformance::markdown::render(&report).as_bytes()).map_err(CannotRun)?;
     }
     Ok(report.passed())
 }
@@ -237,7 +252,51 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
         unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
     }
     if contexts.is_empty() {
-        return Err(CannotRun("no backend is available".to_string()));
+        let reasons: Vec<String> = unavailable.iter().map(|u| format!("\n  {}: {}", u.backend, u.reason)).collect();
+        return Err(CannotRun(format!("no backend can run this request:{}", reasons.concat())));
     }
     Ok((contexts, unavailable))
+}
+
+/// Refuses a wave grid whose fields do not fit a device, or whose
+/// reference and snapshots do not fit the host's available memory, with
+/// the numbers (a 65536-cell grid aborted the process allocating 32 GiB).
+fn check_memory(contexts: &[Context], grid: conformance::workloads::wave::Grid) -> Result<(), CannotRun> {
+    let gib = |b: u128| b as f64 / f64::from(1u32 << 30);
+    for ctx in contexts {
+        let (need, have) = (grid.device_bytes(), u128::from(ctx.info().total_memory));
+        if need > have {
+            return Err(CannotRun(format!(
+                "wave on a {}x{} grid needs {:.1} GiB of device memory but {} `{}` has {:.1} GiB; choose a smaller --wave-grid",
+                grid.nx,
+                grid.ny,
+                gib(need),
+                ctx.info().backend,
+                ctx.info().name,
+                gib(have)
+            )));
+        }
+    }
+    if let Some(have) = available_host_memory() {
+        let need = grid.host_bytes();
+        if need > have {
+            return Err(CannotRun(format!(
+                "wave on a {}x{} grid with {} snapshots needs about {:.1} GiB of host memory (float64 reference and snapshots) but {:.1} GiB is available; choose a smaller --wave-grid or a larger --snapshot-every",
+                grid.nx,
+                grid.ny,
+                grid.steps / grid.snapshot_every,
+                gib(need),
+                gib(have)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `MemAvailable` from `/proc/meminfo`, where there is one.
+fn available_host_memory() -> Option<u128> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -291,3 +291,83 @@ fn workload_options() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A request that exits 2 leaves an existing report untouched (it was
+/// truncated to 0 bytes because outputs were opened before device selection).
+#[test]
+fn request_that_cannot_run_keeps_existing_reports() {
+    let dir = scratch("keep-report");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("report.json");
+    std::fs::write(&json, "precious").unwrap();
+    let json_arg = json.to_str().unwrap();
+    for args in [
+        vec!["--backend", "cuda", "--workload", "scan", "--json", json_arg],
+        vec!["--backend", "host", "--device", "99", "--json", json_arg],
+        vec!["--backend", "host", "--snapshot-every", "301", "--json", json_arg],
+    ] {
+        if args[1] == "cuda" && hetero::backend_devices(hetero::Backend::Cuda).is_ok() {
+            continue;
+        }
+        let out = conform(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&json).unwrap(), "precious", "{args:?} touched the report");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left behind");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two outputs naming one file are refused (they gave a corrupt file and exit 0).
+#[test]
+fn same_path_for_two_outputs_exits_2() {
+    let dir = scratch("same-path");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("out");
+    let p = path.to_str().unwrap();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", p, "--junit", p]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--json") && stderr(&out).contains("--junit"), "{}", stderr(&out));
+    assert!(!path.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Options are validated before anything runs: an out-of-range snapshot
+/// interval exits 2 naming the range (it ran, then failed a check: exit 1).
+#[test]
+fn snapshot_interval_beyond_the_steps_exits_2() {
+    let out = conform(&["--backend", "host", "--workload", "wave", "--snapshot-every", "301"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("301") && stderr(&out).contains("1..=300"), "{}", stderr(&out));
+}
+
+/// A device index that no backend has keeps each backend's reason (it said
+/// only "no backend is available").
+#[test]
+fn missing_device_index_names_each_backend() {
+    let out = conform(&["--device", "99", "--workload", "scan"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("host has 1 device(s); --device 99 does not exist"), "{}", stderr(&out));
+}
+
+/// A wave grid that does not fit in memory exits 2 with the numbers (a
+/// 65536-cell grid aborted the process allocating its float64 reference).
+#[test]
+fn wave_grid_beyond_memory_exits_2_with_the_numbers() {
+    let out = conform(&["--backend", "host", "--workload", "wave", "--wave-grid", "65536"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("65536x65536") && err.contains("GiB"), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+}
+
+/// `--dump` refuses a folder that already holds files (it overwrote README.md).
+#[test]
+fn dump_into_a_folder_with_files_exits_2() {
+    let dir = scratch("dump-full");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("README.md"), "mine").unwrap();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--dump", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(dir.join("README.md")).unwrap(), "mine");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -59,6 +59,45 @@ impl Grid {
         }
     }
 
+    /// The grid a run uses: the size class's with the tuning's overrides;
+    /// the error says which value is out of range and what is allowed.
+    pub fn tuned(size: Size, tuning: &super::Tuning) -> Result<Self, String> {
+        let mut g = Grid::of(size);
+        if let Some(side) = tuning.wave_grid {
+            (g.nx, g.ny) = (side, side);
+        }
+        if let Some(every) = tuning.wave_snapshot_every {
+            g.snapshot_every = every;
+        }
+        if g.nx < 5 {
+            return Err(format!("--wave-grid {} is too small: the stencil needs at least 5 cells a side", g.nx));
+        }
+        if g.snapshot_every == 0 || g.snapshot_every > g.steps {
+            return Err(format!(
+                "--snapshot-every {} is out of range: size {} runs {} steps, so 1..={} steps between snapshots",
+                g.snapshot_every,
+                size.name(),
+                g.steps,
+                g.steps
+            ));
+        }
+        Ok(g)
+    }
+
+    /// Host memory a run needs, in bytes (estimate from above): the float64
+    /// reference (three fields and every snapshot) and, per variant, the
+    /// pinned float32 snapshots and their copy.
+    pub fn host_bytes(&self) -> u128 {
+        let cells = self.cells() as u128;
+        let snapshots = self.snapshots() as u128;
+        cells * 3 * 8 + snapshots * cells * (8 + 3 * 2 * 4)
+    }
+
+    /// Device memory a run needs, in bytes: the five rotating fields.
+    pub fn device_bytes(&self) -> u128 {
+        self.cells() as u128 * 5 * 4
+    }
+
     fn cells(&self) -> usize {
         self.nx * self.ny
     }
@@ -254,19 +293,7 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
 
 /// Runs the three variants and compares them with the reference and with each other.
 pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
-    let mut g = Grid::of(env.size);
-    if let Some(side) = env.tuning.wave_grid {
-        (g.nx, g.ny) = (side, side);
-    }
-    if let Some(every) = env.tuning.wave_snapshot_every {
-        g.snapshot_every = every;
-    }
-    if g.nx < 5 || g.snapshot_every == 0 || g.snapshot_every > g.steps {
-        return Err(Failure::Internal(format!(
-            "wave needs a grid of at least 5 cells a side and 1..={} steps between snapshots (got {} and {})",
-            g.steps, g.nx, g.snapshot_every
-        )));
-    }
+    let g = Grid::tuned(env.size, env.tuning).map_err(Failure::Internal)?;
     let source = ricker(g.steps);
     env.dump(Workload::Wave, "source", &[g.steps as u64], &source)?;
     let expect = reference(g, &source);
