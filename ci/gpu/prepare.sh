@@ -10,8 +10,8 @@ out=.gpu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/deb"
 
-cargo build --release --all-features -p conformance --bin conform
-cp target/release/conform "$out/bin/"
+cargo build --release --all-features -p conformance --bin conform --bin stress
+cp target/release/conform target/release/stress "$out/bin/"
 # A step-by-step smoke test that shows where a new machine fails or hangs.
 cargo build --release --all-features -p hetero --example probe
 cp target/release/examples/probe "$out/bin/"

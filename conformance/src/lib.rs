@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod stress;
 pub mod table;
 pub mod timeline;
 pub mod workloads;

@@ -41,6 +41,24 @@ pub fn run(args: &[String]) -> ExitCode {
     run_conformance_bin("conform", "conform", Some(&features), args)
 }
 
+/// Builds and runs the `stress` tool with the features of its `--backend`
+/// list (default `host`); returns its exit status.
+pub fn run_stress(args: &[String]) -> ExitCode {
+    let available = match conformance_features(&cargo()) {
+        Ok(features) => features,
+        Err(e) => {
+            eprintln!("cargo xtask stress: cannot read the workspace: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let backend = match requested_backend(args) {
+        "auto" => "host",
+        named => named,
+    };
+    let features = features_for(backend, &available);
+    run_conformance_bin("stress", "stress", Some(&features), args)
+}
+
 /// Builds and runs the `report` tool of the conformance crate with `args`.
 pub fn run_report(args: &[String]) -> ExitCode {
     run_conformance_bin("report", "report", None, args)
@@ -60,17 +78,21 @@ fn requested_backend(args: &[String]) -> &str {
     "auto"
 }
 
-/// Features to build with: `host` always, plus the requested backend (or
-/// every backend for `auto` and `all`) when the crate has that feature.
-/// A backend the crate lacks is left to `conform`, which reports it (exit 2).
+/// Features to build with: `host` always, plus the requested backends (a
+/// comma-separated list, or every backend for `auto` and `all`) when the
+/// crate has those features. A backend the crate lacks is left to the
+/// binary, which reports it (exit 2).
 fn features_for(backend: &str, available: &[String]) -> Vec<String> {
     let wanted: Vec<&str> = match backend {
         "auto" | "all" => BACKENDS.to_vec(),
-        other => vec!["host", other],
+        list => std::iter::once("host").chain(list.split(',').map(str::trim)).collect(),
     };
-    let mut features: Vec<String> =
-        wanted.into_iter().filter(|f| available.iter().any(|a| a == f)).map(str::to_string).collect();
-    features.dedup();
+    let mut features: Vec<String> = Vec::new();
+    for f in wanted {
+        if available.iter().any(|a| a == f) && !features.iter().any(|g| g == f) {
+            features.push(f.to_string());
+        }
+    }
     features
 }
 
@@ -116,5 +138,7 @@ mod tests {
         assert_eq!(features_for("opencl", &have), ["host", "opencl"]);
         assert_eq!(features_for("host", &have), ["host"]);
         assert_eq!(features_for("nonsense", &have), ["host"]);
+        assert_eq!(features_for("opencl,host", &have), ["host", "opencl"]);
+        assert_eq!(features_for("host, opencl,cuda", &have), ["host", "opencl"]);
     }
 }

@@ -2,6 +2,9 @@
 //!
 //! - `conform [ARGS]`: builds the `conform` binary with the cargo features
 //!   of the requested backends and runs it with `ARGS` (see `conform --help`).
+//! - `stress [--seconds N] [--backend host,opencl]`: random concurrent
+//!   streams, events, copies and launches on each backend, checked against
+//!   a CPU model, with a watchdog (see `stress --help`).
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
 //!   combines reports of different nodes or jobs into one comparison.
 //! - `ci-matrix --format github|gitlab`: the CI job matrix of `ci/matrix.json`.
@@ -36,6 +39,15 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build `stress` with the needed backend features and run it.
+    ///
+    /// Every argument is passed on to `stress`; run `cargo xtask stress --help` for them.
+    #[command(disable_help_flag = true)]
+    Stress {
+        /// Arguments for `stress`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Combine conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`.
     #[command(disable_help_flag = true)]
     Report {
@@ -59,6 +71,7 @@ enum Command {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Conform { args } => conform::run(&args),
+        Command::Stress { args } => conform::run_stress(&args),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
         Command::Report { args } => conform::run_report(&args),
         Command::CiMatrix { format } => ci_matrix::run(format),
