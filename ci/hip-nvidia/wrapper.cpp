@@ -68,7 +68,6 @@ EXPORT hipError_t hetero_hipStreamCreateWithPriority(hipStream_t* stream, unsign
 }
 EXPORT hipError_t hetero_hipStreamDestroy(hipStream_t stream) { return hipStreamDestroy(stream); }
 EXPORT hipError_t hetero_hipStreamSynchronize(hipStream_t stream) { return hipStreamSynchronize(stream); }
-EXPORT hipError_t hetero_hipDeviceSynchronize(void) { return hipDeviceSynchronize(); }
 EXPORT hipError_t hetero_hipStreamQuery(hipStream_t stream) { return hipStreamQuery(stream); }
 EXPORT hipError_t hetero_hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
     return hipStreamWaitEvent(stream, event, flags);

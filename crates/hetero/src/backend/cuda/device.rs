@@ -36,6 +36,10 @@ pub struct CudaDevice {
     poisoned: Mutex<Option<Error>>,
     /// Gate words of destroyed user events, freed when the device is dropped.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
+    /// Destroyed streams whose work may still run: really destroyed once
+    /// idle (checked at every `destroy_stream`), or at the device's drop
+    /// after its gates are open. Destroying a busy stream could block.
+    retired_streams: Mutex<Vec<Arc<CuStream>>>,
     streams: Handles<CuStream>,
     events: Handles<CuEvent>,
     allocs: Handles<CuMemory>,
@@ -132,6 +136,7 @@ impl CudaDevice {
             pool_stream,
             poisoned: Mutex::new(None),
             retired_gates: Mutex::new(Vec::new()),
+            retired_streams: Mutex::new(Vec::new()),
             streams: Handles::new(Backend::Cuda, "stream"),
             events: Handles::new(Backend::Cuda, "event"),
             allocs: Handles::new(Backend::Cuda, "allocation"),
@@ -195,11 +200,15 @@ impl Drop for CudaDevice {
         for event in &events {
             event.open();
         }
+        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
+        let streams: Vec<_> = self.streams.take_all().into_iter().chain(retired).collect();
         if self.enter().is_ok() {
-            // SAFETY: the context is current; with every gate open, waiting
-            // ends once the queued work (which may use the memory freed
-            // below) has finished.
-            let _ = unsafe { sys::cuCtxSynchronize() };
+            // Wait for this device's own streams only: with its gates open
+            // they finish, whatever other devices sharing the GPU do.
+            for stream in &streams {
+                // SAFETY: live streams of this device.
+                let _ = unsafe { sys::cuStreamSynchronize(stream.0) };
+            }
             let pool = self.pool_stream.as_ref().map(|s| s.0);
             for mem in self.allocs.take_all() {
                 // Allocations the typed layer retired while still in use.
@@ -216,7 +225,7 @@ impl Drop for CudaDevice {
             }
         }
         // Streams go while the context is still retained.
-        drop(self.streams.take_all());
+        drop(streams);
         drop(self.pool_stream.take());
         // SAFETY: retained in new, released once.
         let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
@@ -234,8 +243,14 @@ impl Device for CudaDevice {
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        // Destroyed (without waiting) when the last concurrent user lets go.
-        self.streams.remove("destroy_stream", stream.0).map(drop)
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
+        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.push(stream);
+        if self.enter().is_ok() {
+            // SAFETY: live streams of this device (a query never blocks).
+            retired.retain(|s| unsafe { sys::cuStreamQuery(s.0) == sys::CUresult::CUDA_ERROR_NOT_READY });
+        }
+        Ok(())
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {

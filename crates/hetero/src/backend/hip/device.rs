@@ -32,6 +32,10 @@ pub struct HipDevice {
     pool_stream: HipStream,
     /// Gate words of destroyed user events, freed when the device is dropped.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
+    /// Destroyed streams whose work may still run: really destroyed once
+    /// idle (checked at every `destroy_stream`), or at the device's drop
+    /// after its gates are open. Destroying a busy stream could block.
+    retired_streams: Mutex<Vec<Arc<HipStream>>>,
     streams: Handles<HipStream>,
     events: Handles<HipEvent>,
     allocs: Handles<HipMemory>,
@@ -119,6 +123,7 @@ impl HipDevice {
             poisoned: Mutex::new(None),
             pool_stream: HipStream::new(StreamFlags { non_blocking: true, priority: 0 }, ordinal)?,
             retired_gates: Mutex::new(Vec::new()),
+            retired_streams: Mutex::new(Vec::new()),
             streams: Handles::new(Backend::Hip, "stream"),
             events: Handles::new(Backend::Hip, "event"),
             allocs: Handles::new(Backend::Hip, "allocation"),
@@ -182,11 +187,15 @@ impl Drop for HipDevice {
         for event in &events {
             event.open();
         }
+        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
+        let streams: Vec<_> = self.streams.take_all().into_iter().chain(retired).collect();
         if self.enter().is_ok() {
-            // SAFETY: plain call on the current device; with every gate open,
-            // waiting ends once the queued work (which may use the memory
-            // freed below) has finished.
-            let _ = unsafe { hip::hipDeviceSynchronize() };
+            // Wait for this device's own streams only: with its gates open
+            // they finish, whatever other devices sharing the GPU do.
+            for stream in &streams {
+                // SAFETY: live streams of this device.
+                let _ = unsafe { hip::hipStreamSynchronize(stream.0) };
+            }
             for mem in self.allocs.take_all() {
                 // Allocations the typed layer retired while still in use.
                 let _ = mem.free(self.pool_stream.0);
@@ -201,6 +210,7 @@ impl Drop for HipDevice {
                 let _ = unsafe { hip::hipHostFree(gate.as_ptr().cast()) };
             }
         }
+        drop(streams);
     }
 }
 
@@ -215,8 +225,14 @@ impl Device for HipDevice {
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        // Destroyed (without waiting) when the last concurrent user lets go.
-        self.streams.remove("destroy_stream", stream.0).map(drop)
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
+        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.push(stream);
+        if self.enter().is_ok() {
+            // SAFETY: live streams of this device (a query never blocks).
+            retired.retain(|s| unsafe { hip::hipStreamQuery(s.0) == hip::hipError_t_hipErrorNotReady });
+        }
+        Ok(())
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
