@@ -30,33 +30,27 @@ fn run_conformance_bin(command: &str, bin: &str, features: Option<&[String]>, ar
 /// Builds and runs `conform` with `args`; returns its exit status (2 when
 /// it cannot be built or started).
 pub fn run(args: &[String]) -> ExitCode {
-    let available = match conformance_features(&cargo()) {
-        Ok(features) => features,
-        Err(e) => {
-            eprintln!("cargo xtask conform: cannot read the workspace: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let features = features_for(requested_backend(args), &available);
-    run_conformance_bin("conform", "conform", Some(&features), args)
+    run_for_backends("conform", "auto", args)
 }
 
 /// Builds and runs the `stress` tool with the features of its `--backend`
 /// list (default `host`); returns its exit status.
 pub fn run_stress(args: &[String]) -> ExitCode {
+    run_for_backends("stress", "host", args)
+}
+
+/// Runs binary `bin` built with the features of the backends its
+/// `--backend` argument names (`default` when it names none).
+fn run_for_backends(bin: &str, default: &str, args: &[String]) -> ExitCode {
     let available = match conformance_features(&cargo()) {
         Ok(features) => features,
         Err(e) => {
-            eprintln!("cargo xtask stress: cannot read the workspace: {e}");
+            eprintln!("cargo xtask {bin}: cannot read the workspace: {e}");
             return ExitCode::from(2);
         }
     };
-    let backend = match requested_backend(args) {
-        "auto" => "host",
-        named => named,
-    };
-    let features = features_for(backend, &available);
-    run_conformance_bin("stress", "stress", Some(&features), args)
+    let backend = requested_backend(args).unwrap_or(default);
+    run_conformance_bin(bin, bin, Some(&features_for(backend, &available)), args)
 }
 
 /// Builds and runs the `report` tool of the conformance crate with `args`.
@@ -64,18 +58,18 @@ pub fn run_report(args: &[String]) -> ExitCode {
     run_conformance_bin("report", "report", None, args)
 }
 
-/// The value of `--backend` (either `--backend X` or `--backend=X`), default `auto`.
-fn requested_backend(args: &[String]) -> &str {
+/// The value of `--backend` (either `--backend X` or `--backend=X`), if given.
+fn requested_backend(args: &[String]) -> Option<&str> {
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         if arg == "--backend" {
-            return iter.next().map_or("auto", String::as_str);
+            return iter.next().map(String::as_str);
         }
         if let Some(value) = arg.strip_prefix("--backend=") {
-            return value;
+            return Some(value);
         }
     }
-    "auto"
+    None
 }
 
 /// Features to build with: `host` always, plus the requested backends (a
@@ -124,9 +118,9 @@ mod tests {
 
     #[test]
     fn backend_argument_forms() {
-        assert_eq!(requested_backend(&strings(&["--size", "small"])), "auto");
-        assert_eq!(requested_backend(&strings(&["--backend", "cuda"])), "cuda");
-        assert_eq!(requested_backend(&strings(&["--seed", "3", "--backend=hip"])), "hip");
+        assert_eq!(requested_backend(&strings(&["--size", "small"])), None);
+        assert_eq!(requested_backend(&strings(&["--backend", "cuda"])), Some("cuda"));
+        assert_eq!(requested_backend(&strings(&["--seed", "3", "--backend=hip"])), Some("hip"));
     }
 
     #[test]

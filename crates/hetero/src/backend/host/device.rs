@@ -1,7 +1,7 @@
 //! [`HostDevice`]: the handle tables and the [`Device`] implementation.
 
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -26,6 +26,10 @@ pub struct HostDevice {
     info: DeviceInfo,
     memory_limit: u64,
     streams: Handles<HostStream>,
+    /// Destroyed streams whose work may still run: dropped once idle
+    /// (checked at every `destroy_stream`), or waited for at the device's
+    /// drop, since their copies may read pinned memory the device frees.
+    retired_streams: Mutex<Vec<Arc<HostStream>>>,
     events: Handles<HostEvent>,
     allocs: Handles<HostMemory>,
     modules: Handles<HostModule>,
@@ -61,6 +65,7 @@ impl HostDevice {
             },
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),
+            retired_streams: Mutex::new(Vec::new()),
             events: Handles::new(Backend::Host, "event"),
             allocs: Handles::new(Backend::Host, "allocation"),
             modules: Handles::new(Backend::Host, "module"),
@@ -110,9 +115,15 @@ impl HostDevice {
 impl Drop for HostDevice {
     fn drop(&mut self) {
         // A user event nobody will complete any more would hold its
-        // waiting streams' workers forever.
+        // waiting streams' workers forever: open them, then let every
+        // stream finish, since queued copies read and write pinned memory
+        // that goes with the allocation table.
         for event in self.events.take_all() {
             event.release_gate();
+        }
+        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for stream in self.streams.take_all().into_iter().chain(retired) {
+            let _ = stream.synchronize();
         }
     }
 }
@@ -135,7 +146,11 @@ impl Device for HostDevice {
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
         // Queued work still runs; the worker exits once the queue is drained
         // and the last Arc (ours, or one held by a concurrent call) is gone.
-        self.streams.remove("destroy_stream", stream.0).map(drop)
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
+        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.retain(|s| !matches!(s.query(), Ok(true)));
+        retired.push(stream);
+        Ok(())
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
