@@ -90,3 +90,32 @@ fn crate_roots_are_documented() {
         assert!(text.starts_with("//!"), "{root} has no crate doc");
     }
 }
+
+/// Every backend folder holds exactly the Rust files the table in
+/// `src/backend/mod.rs` names for it (sub-folders, like the host's
+/// kernels, are not counted).
+#[test]
+fn backend_folders_have_the_documented_file_names() {
+    let backend = workspace().join("crates/hetero/src/backend");
+    let doc = std::fs::read_to_string(backend.join("mod.rs")).unwrap();
+    let mut checked = 0;
+    for line in doc.lines().filter(|l| l.starts_with("//! | `")) {
+        let cells: Vec<&str> = line.trim_start_matches("//! |").split('|').map(str::trim).collect();
+        let folders = cells[0].split(',').map(|f| f.trim().trim_matches('`'));
+        let mut expected: Vec<&str> = cells[1].trim_matches('`').split_whitespace().collect();
+        expected.sort_unstable();
+        for folder in folders {
+            let mut found: Vec<String> = std::fs::read_dir(backend.join(folder))
+                .unwrap_or_else(|e| panic!("backend folder `{folder}`: {e}"))
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "rs"))
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            found.sort_unstable();
+            assert_eq!(found, expected, "files of backend folder `{folder}`");
+            checked += 1;
+        }
+    }
+    let folders = std::fs::read_dir(&backend).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count();
+    assert_eq!(checked, folders, "every backend folder is in the table of src/backend/mod.rs");
+}

@@ -1,10 +1,25 @@
 //! The backends, one folder each with the same file names. Vendor crates
 //! and FFI appear only below this module.
+//!
+//! The file names of each folder (checked by `tests/tidy.rs`):
+//!
+//! | folders | files |
+//! |---|---|
+//! | `host`, `opencl` | `mod.rs device.rs error.rs event.rs memory.rs module.rs stream.rs` |
+//! | `cuda`, `hip` | `mod.rs compile.rs error.rs runtime.rs` |
+//! | `gpu` | `mod.rs device.rs event.rs memory.rs module.rs runtime.rs stream.rs` |
+//!
+//! `host` and `opencl` implement [`crate::Device`] themselves. `gpu` is the
+//! one implementation for CUDA-like runtimes; `cuda` and `hip` hold only
+//! what differs between them: discovery (`mod.rs`), the error-code table
+//! (`error.rs`), the run-time compiler (`compile.rs`) and the runtime
+//! calls, each wrapped once (`runtime.rs`). The host backend's Rust
+//! kernels live in `host/kernels/`.
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(any(feature = "cuda", feature = "hip"))]
-pub(crate) mod gpu_common;
+pub mod gpu;
 pub(crate) mod handles;
 #[cfg(feature = "hip")]
 pub mod hip;

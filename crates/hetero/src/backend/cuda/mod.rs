@@ -3,17 +3,20 @@
 //! `libcuda.so` and `libnvrtc.so` are loaded at run time; their absence is
 //! an [`crate::ErrorKind::Unavailable`] error, checked before any call
 //! (cudarc panics on a missing library). Each device works in its primary
-//! context; kernels are compiled by NVRTC for the device's architecture and
-//! cached per device.
+//! context; kernels are compiled by NVRTC for the device's architecture.
+//! The device itself is the shared [`GpuDevice`] over [`Cuda`], the driver
+//! calls wrapped once in `runtime.rs`.
 
-mod device;
+mod compile;
 mod error;
-mod event;
-mod memory;
-mod module;
-mod stream;
+mod runtime;
 
-pub use device::CudaDevice;
+pub use runtime::Cuda;
+
+use crate::backend::gpu::GpuDevice;
+
+/// A CUDA device: the shared GPU device over the CUDA driver API.
+pub type CudaDevice = GpuDevice<Cuda>;
 
 use crate::error::{Error, ErrorKind};
 
@@ -56,7 +59,8 @@ pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
         let mut count = 0;
         // SAFETY: count is a valid out-pointer.
         error::check("cuDeviceGetCount", unsafe { cudarc::driver::sys::cuDeviceGetCount(&mut count) })?;
-        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(CudaDevice::new).collect::<Vec<_>>())
+        let open = |ordinal| GpuDevice::new(Cuda::open(ordinal)?, ordinal);
+        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(open).collect::<Vec<_>>())
     });
-    crate::backend::gpu_common::collect_devices(crate::device::Backend::Cuda, "cuInit", found)
+    crate::backend::gpu::collect_devices(crate::device::Backend::Cuda, "cuInit", found)
 }

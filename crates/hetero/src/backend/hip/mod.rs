@@ -8,15 +8,19 @@
 //! behaviour: the wavefront size is read from the device. On NVIDIA GPUs
 //! the same code runs through HIP's NVIDIA-platform headers (see
 //! `ci/hip-nvidia/`), where hiprtc returns PTX instead of a code object.
+//! The device itself is the shared [`GpuDevice`] over [`Hip`], the runtime
+//! calls wrapped once in `runtime.rs`.
 
-mod device;
+mod compile;
 mod error;
-mod event;
-mod memory;
-mod module;
-mod stream;
+mod runtime;
 
-pub use device::HipDevice;
+pub use runtime::Hip;
+
+use crate::backend::gpu::GpuDevice;
+
+/// A HIP device: the shared GPU device over the HIP runtime.
+pub type HipDevice = GpuDevice<Hip>;
 
 use cubecl_hip_sys as hip;
 
@@ -46,7 +50,8 @@ pub(crate) fn discover() -> (Vec<HipDevice>, Vec<Error>) {
         let mut count = 0;
         // SAFETY: count is a valid out-pointer.
         error::check("hipGetDeviceCount", unsafe { hip::hipGetDeviceCount(&mut count) })?;
-        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(HipDevice::new).collect::<Vec<_>>())
+        let open = |ordinal| GpuDevice::new(Hip::open(ordinal)?, ordinal);
+        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(open).collect::<Vec<_>>())
     });
-    crate::backend::gpu_common::collect_devices(crate::device::Backend::Hip, "hipInit", found)
+    crate::backend::gpu::collect_devices(crate::device::Backend::Hip, "hipInit", found)
 }

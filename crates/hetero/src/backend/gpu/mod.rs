@@ -1,9 +1,28 @@
-//! Pieces the CUDA and HIP backends share: their discovery bookkeeping and
-//! the host-released gate word behind their user events.
+//! The GPU wing: one implementation of [`crate::Device`] for CUDA-like
+//! runtimes ([`GpuDevice`]), generic over the small [`Runtime`] trait that
+//! the `cuda` and `hip` backends implement with thin FFI wrappers.
+//!
+//! What lives here once: handle tables, poisoning after sticky errors,
+//! user-event gates (a mapped word streams wait on), the module cache,
+//! argument packing, `DeviceInfo` from attributes, memory and streams.
+//! What each backend keeps: library loading and discovery, the error-code
+//! table, the run-time compiler (NVRTC for `sm_XY` / hiprtc), the FFI
+//! wrappers (`runtime.rs`), the context model (primary context and
+//! `cuCtxSetCurrent` / `hipSetDevice`) and memory-pool detection.
+
+mod device;
+mod event;
+mod memory;
+mod module;
+mod runtime;
+mod stream;
 
 use std::any::Any;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use device::GpuDevice;
+pub use module::ModuleCache;
+pub(crate) use runtime::sealed::Sealed;
+pub use runtime::{Attribute, Identity, Runtime};
 
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -42,39 +61,4 @@ pub(crate) fn collect_devices<T>(
 
 fn panic_text(panic: &Box<dyn Any + Send>) -> Option<String> {
     panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-}
-
-/// A 4-byte word of mapped page-locked memory that streams wait on (`>= 1`)
-/// and the host sets to open the gate.
-///
-/// Invariant: `word` is 4-byte aligned and valid while the gate lives; the
-/// host only touches it atomically, devices only read it.
-#[derive(Clone, Copy)]
-pub(crate) struct GateWord(pub(crate) NonNull<u32>);
-
-// SAFETY: the word is only accessed atomically (see the invariant).
-unsafe impl Send for GateWord {}
-// SAFETY: as above.
-unsafe impl Sync for GateWord {}
-
-impl GateWord {
-    fn atomic(&self) -> &AtomicU32 {
-        // SAFETY: the invariant of the type.
-        unsafe { AtomicU32::from_ptr(self.0.as_ptr()) }
-    }
-
-    /// Closes the gate (at creation).
-    pub(crate) fn close(&self) {
-        self.atomic().store(0, Ordering::SeqCst);
-    }
-
-    /// Opens the gate, releasing every stream waiting on it.
-    pub(crate) fn open(&self) {
-        self.atomic().store(1, Ordering::SeqCst);
-    }
-
-    /// `true` once open.
-    pub(crate) fn is_open(&self) -> bool {
-        self.atomic().load(Ordering::SeqCst) >= 1
-    }
 }

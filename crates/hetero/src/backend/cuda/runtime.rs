@@ -1,0 +1,369 @@
+//! [`Cuda`]: the driver API calls the shared GPU device makes, each wrapped
+//! once (cudarc's `sys` bindings), for one device in its primary context.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::ptr::NonNull;
+
+use cudarc::driver::sys;
+
+use super::error::{check, error};
+use crate::backend::gpu::{Attribute, Identity, ModuleCache, Runtime, Sealed};
+use crate::device::{Backend, StreamFlags};
+use crate::error::{ErrorKind, Result};
+
+/// One CUDA device and its retained primary context.
+///
+/// Invariant: `context` is the retained primary context of `device`,
+/// released when this is dropped (after every stream of it: they hold it).
+pub struct Cuda {
+    device: sys::CUdevice,
+    context: sys::CUcontext,
+    /// Compute capability (major, minor).
+    capability: (i32, i32),
+    /// `sm_XY` of the device, for NVRTC.
+    arch: String,
+}
+
+// SAFETY: driver handles may be used from any thread; the fields never change.
+unsafe impl Send for Cuda {}
+// SAFETY: as above.
+unsafe impl Sync for Cuda {}
+
+impl Sealed for Cuda {}
+
+impl Cuda {
+    /// Device `ordinal` with its primary context retained; `cuInit` must have succeeded.
+    pub(super) fn open(ordinal: usize) -> Result<Self> {
+        let mut device: sys::CUdevice = 0;
+        let index = i32::try_from(ordinal).unwrap_or(i32::MAX);
+        // SAFETY: device is a valid out-pointer.
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut device, index) })?;
+        let mut context: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: context is a valid out-pointer; released in Drop.
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
+        let mut cuda = Self { device, context, capability: (0, 0), arch: String::new() };
+        use sys::CUdevice_attribute::*;
+        let major = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        cuda.capability = (major, minor);
+        cuda.arch = format!("sm_{major}{minor}");
+        Ok(cuda)
+    }
+
+    fn raw_attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        let mut value = 0;
+        // SAFETY: the device is a valid ordinal handle; value is a valid out-pointer.
+        check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut value, attr, self.device) })?;
+        Ok(value)
+    }
+}
+
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        // SAFETY: retained in open, released once.
+        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
+    }
+}
+
+/// `Ok(false)` for `CUDA_ERROR_NOT_READY`, `Ok(true)` for success.
+fn ready(call: &'static str, code: sys::CUresult) -> Result<bool> {
+    match code {
+        sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
+        other => check(call, other).map(|()| true),
+    }
+}
+
+static MODULES: ModuleCache<Cuda> = ModuleCache::new();
+
+impl Runtime for Cuda {
+    const BACKEND: Backend = Backend::Cuda;
+    type Stream = sys::CUstream;
+    type Event = sys::CUevent;
+    type Module = sys::CUmodule;
+    type Function = sys::CUfunction;
+    type Ptr = sys::CUdeviceptr;
+
+    fn module_cache() -> &'static ModuleCache<Self> {
+        &MODULES
+    }
+
+    fn enter(&self) -> Result<()> {
+        // SAFETY: the primary context is retained for this value's life.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.context) })
+    }
+
+    fn device_key(&self) -> i64 {
+        i64::from(self.device)
+    }
+
+    fn attribute(&self, attribute: Attribute) -> Result<i32> {
+        use sys::CUdevice_attribute::*;
+        let axis = |a: u8, x, y, z| match a {
+            0 => x,
+            1 => y,
+            _ => z,
+        };
+        self.raw_attribute(match attribute {
+            Attribute::MaxThreadsPerBlock => CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            Attribute::MaxBlockDim(a) => axis(
+                a,
+                CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+            ),
+            Attribute::MaxGridDim(a) => axis(
+                a,
+                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+            ),
+            Attribute::SharedMemoryPerBlock => CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+            Attribute::MultiprocessorCount => CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            Attribute::WarpSize => CU_DEVICE_ATTRIBUTE_WARP_SIZE,
+        })
+    }
+
+    fn identity(&self) -> Result<Identity> {
+        let mut name = [0 as c_char; 256];
+        // SAFETY: name holds 256 bytes, as passed.
+        check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, self.device) })?;
+        // SAFETY: the driver NUL-terminates the name within the buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        let mut total: usize = 0;
+        // SAFETY: total is a valid out-pointer.
+        check("cuDeviceTotalMem", unsafe { sys::cuDeviceTotalMem_v2(&mut total, self.device) })?;
+        let mut version = 0;
+        // SAFETY: version is a valid out-pointer.
+        check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+        Ok(Identity {
+            name,
+            vendor: "NVIDIA".to_string(),
+            platform: format!(
+                "CUDA driver {}.{}, compute capability {}.{}",
+                version / 1000,
+                version % 1000 / 10,
+                self.capability.0,
+                self.capability.1
+            ),
+            total_memory: total as u64,
+        })
+    }
+
+    fn pool_stream(&self) -> Result<Option<sys::CUstream>> {
+        if self.raw_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 0 {
+            return Ok(None);
+        }
+        // SAFETY: the context is current (the shared device entered it).
+        unsafe { self.stream_create(StreamFlags { non_blocking: true, priority: 0 }) }.map(Some)
+    }
+
+    fn keep_modules_alive(&self) -> Result<()> {
+        let mut context: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: context is a valid out-pointer; this retain is never released,
+        // so modules cached for the process stay valid.
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, self.device) })
+    }
+
+    unsafe fn stream_create(&self, flags: StreamFlags) -> Result<sys::CUstream> {
+        let mut stream: sys::CUstream = std::ptr::null_mut();
+        let kind = if flags.non_blocking {
+            sys::CUstream_flags::CU_STREAM_NON_BLOCKING
+        } else {
+            sys::CUstream_flags::CU_STREAM_DEFAULT
+        };
+        // SAFETY: stream is a valid out-pointer; the driver clamps the priority to its range.
+        check("cuStreamCreateWithPriority", unsafe {
+            sys::cuStreamCreateWithPriority(&mut stream, kind as u32, flags.priority)
+        })?;
+        Ok(stream)
+    }
+
+    unsafe fn stream_destroy(&self, stream: sys::CUstream) {
+        // SAFETY: the caller's contract (a live, idle stream, destroyed once).
+        let _ = unsafe { sys::cuStreamDestroy_v2(stream) };
+    }
+
+    unsafe fn stream_synchronize(&self, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })
+    }
+
+    unsafe fn stream_query(&self, stream: sys::CUstream) -> Result<bool> {
+        // SAFETY: the caller's contract.
+        ready("cuStreamQuery", unsafe { sys::cuStreamQuery(stream) })
+    }
+
+    unsafe fn stream_wait_event(&self, stream: sys::CUstream, event: sys::CUevent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream, event, 0) })
+    }
+
+    unsafe fn stream_wait_word(&self, stream: sys::CUstream, addr: sys::CUdeviceptr) -> Result<()> {
+        let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+        // SAFETY: the caller's contract; addr is a mapped word that outlives the wait.
+        check("cuStreamWaitValue32", unsafe { sys::cuStreamWaitValue32_v2(stream, addr, 1, geq) })
+    }
+
+    unsafe fn event_create(&self) -> Result<sys::CUevent> {
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+        // SAFETY: event is a valid out-pointer.
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, flags) })?;
+        Ok(event)
+    }
+
+    unsafe fn event_destroy(&self, event: sys::CUevent) -> Result<()> {
+        // SAFETY: the caller's contract (destroyed once).
+        check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(event) })
+    }
+
+    unsafe fn event_record(&self, event: sys::CUevent, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(event, stream) })
+    }
+
+    unsafe fn event_query(&self, event: sys::CUevent) -> Result<bool> {
+        // SAFETY: the caller's contract.
+        ready("cuEventQuery", unsafe { sys::cuEventQuery(event) })
+    }
+
+    unsafe fn event_synchronize(&self, event: sys::CUevent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event) })
+    }
+
+    unsafe fn event_elapsed(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: the caller's contract; ms is a valid out-pointer.
+        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) })?;
+        Ok(ms)
+    }
+
+    unsafe fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<NonNull<u8>> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | if mapped { sys::CU_MEMHOSTALLOC_DEVICEMAP } else { 0 };
+        // SAFETY: ptr is a valid out-pointer; the caller passes a non-zero size.
+        check("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut ptr, bytes, flags) })?;
+        NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| error("cuMemHostAlloc", ErrorKind::OutOfMemory, "the driver returned a null pointer"))
+    }
+
+    unsafe fn host_device_ptr(&self, host: NonNull<u8>) -> Result<sys::CUdeviceptr> {
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: host was allocated mapped (the caller's contract); device is a valid out-pointer.
+        check("cuMemHostGetDevicePointer", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut device, host.as_ptr().cast(), 0)
+        })?;
+        Ok(device)
+    }
+
+    unsafe fn host_free(&self, host: NonNull<u8>) -> Result<()> {
+        // SAFETY: allocated by cuMemHostAlloc and freed once (the caller's contract).
+        check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(host.as_ptr().cast()) })
+    }
+
+    unsafe fn mem_alloc(&self, bytes: usize, pool: Option<sys::CUstream>) -> Result<(sys::CUdeviceptr, bool)> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        match pool {
+            Some(stream) => {
+                // SAFETY: ptr is a valid out-pointer; the stream is live.
+                check("cuMemAllocAsync", unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream) })?;
+                // SAFETY: the allocator stream only holds allocations and frees.
+                check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream) })?;
+                Ok((ptr, true))
+            }
+            None => {
+                // SAFETY: ptr is a valid out-pointer.
+                check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+                Ok((ptr, false))
+            }
+        }
+    }
+
+    unsafe fn mem_free(&self, ptr: sys::CUdeviceptr, pool: Option<sys::CUstream>) -> Result<()> {
+        match pool {
+            // SAFETY: allocated by cuMemAllocAsync and freed once (the caller's contract).
+            Some(stream) => check("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(ptr, stream) }),
+            // SAFETY: allocated by cuMemAlloc and freed once.
+            None => check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) }),
+        }
+    }
+
+    fn ptr_add(ptr: sys::CUdeviceptr, offset: usize) -> sys::CUdeviceptr {
+        ptr + offset as u64
+    }
+
+    unsafe fn copy_h2d(&self, dst: sys::CUdeviceptr, src: *const u8, len: usize, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract (checked range; src valid until completion).
+        check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, stream) })
+    }
+
+    unsafe fn copy_d2h(&self, dst: *mut u8, src: sys::CUdeviceptr, len: usize, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract (checked range; dst valid until completion).
+        check("cuMemcpyDtoHAsync", unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, len, stream) })
+    }
+
+    unsafe fn copy_d2d(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        len: usize,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract (checked, non-overlapping ranges).
+        check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream) })
+    }
+
+    unsafe fn fill_u32(&self, dst: sys::CUdeviceptr, value: u32, count: usize, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract (checked, 4-byte aligned range).
+        check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst, value, count, stream) })
+    }
+
+    fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
+        super::compile::compile(source, &self.arch)
+    }
+
+    unsafe fn module_load(&self, image: &[c_char]) -> Result<sys::CUmodule> {
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: image is NUL-terminated PTX from NVRTC (the caller's contract).
+        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) })?;
+        Ok(module)
+    }
+
+    unsafe fn module_function(&self, module: sys::CUmodule, name: &CStr) -> Result<sys::CUfunction> {
+        let mut function: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: the module is loaded; function is a valid out-pointer.
+        check("cuModuleGetFunction", unsafe { sys::cuModuleGetFunction(&mut function, module, name.as_ptr()) })?;
+        Ok(function)
+    }
+
+    unsafe fn function_limits(&self, function: sys::CUfunction) -> Result<(u32, usize)> {
+        let attribute = |attr| -> Result<i32> {
+            let mut value = 0;
+            // SAFETY: the function is live; value is a valid out-pointer.
+            check("cuFuncGetAttribute", unsafe { sys::cuFuncGetAttribute(&mut value, attr, function) })?;
+            Ok(value)
+        };
+        use sys::CUfunction_attribute::*;
+        Ok((
+            u32::try_from(attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?).unwrap_or(0),
+            usize::try_from(attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?).unwrap_or(0),
+        ))
+    }
+
+    unsafe fn launch(
+        &self,
+        function: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        stream: sys::CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let ([gx, gy, gz], [bx, by, bz]) = (grid, block);
+        // SAFETY: the caller's contract (validated shape, one pointer per parameter).
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, std::ptr::null_mut())
+        })
+    }
+}

@@ -1,0 +1,502 @@
+//! [`GpuDevice`]: the one [`Device`] implementation of CUDA and HIP.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::event::{GateWord, GpuEvent};
+use super::memory::{GpuMemory, Place};
+use super::module::{self, GpuKernel, GpuModule};
+use super::runtime::{Attribute, Runtime};
+use super::stream::GpuStream;
+use crate::backend::handles::Handles;
+use crate::device::{
+    AllocId, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId, StreamFlags,
+    StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
+/// [`crate::backend::hip::HipDevice`]). Every call makes the device current
+/// on the calling thread first. After a sticky error (a faulting kernel)
+/// every call returns that error: the device cannot be trusted any more.
+pub struct GpuDevice<R: Runtime> {
+    info: DeviceInfo,
+    runtime: Arc<R>,
+    /// The stream of the stream-ordered allocator, where the device has memory pools.
+    pool_stream: Option<GpuStream<R>>,
+    poisoned: Mutex<Option<Error>>,
+    /// Gate words of destroyed user events, freed when the device is dropped.
+    retired_gates: Mutex<Vec<NonNull<u32>>>,
+    /// Destroyed streams whose work may still run: really destroyed once
+    /// idle (checked at every `destroy_stream`), or at the device's drop
+    /// after its gates are open. Destroying a busy stream could block (HIP
+    /// allows it to).
+    retired_streams: Mutex<Vec<Arc<GpuStream<R>>>>,
+    streams: Handles<GpuStream<R>>,
+    events: Handles<GpuEvent<R>>,
+    allocs: Handles<GpuMemory<R>>,
+    modules: Handles<GpuModule<R>>,
+    kernels: Handles<GpuKernel<R>>,
+}
+
+// SAFETY: the runtime's handles may be used from any thread; all mutable
+// state is behind mutexes; gate words are only accessed atomically.
+unsafe impl<R: Runtime> Send for GpuDevice<R> {}
+// SAFETY: as above.
+unsafe impl<R: Runtime> Sync for GpuDevice<R> {}
+
+impl<R: Runtime> std::fmt::Debug for GpuDevice<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuDevice").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+fn positive(value: i32) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
+
+impl<R: Runtime> GpuDevice<R> {
+    /// Wraps device `ordinal` of its backend, reading its description.
+    pub(crate) fn new(runtime: R, ordinal: usize) -> Result<Self> {
+        runtime.enter()?;
+        let identity = runtime.identity()?;
+        let attr = |a| runtime.attribute(a).map(positive);
+        let info = DeviceInfo {
+            backend: R::BACKEND,
+            ordinal,
+            name: identity.name,
+            vendor: identity.vendor,
+            platform: identity.platform,
+            total_memory: identity.total_memory,
+            max_threads_per_block: attr(Attribute::MaxThreadsPerBlock)?,
+            max_block_dims: [
+                attr(Attribute::MaxBlockDim(0))?,
+                attr(Attribute::MaxBlockDim(1))?,
+                attr(Attribute::MaxBlockDim(2))?,
+            ],
+            max_grid_dims: [
+                attr(Attribute::MaxGridDim(0))?,
+                attr(Attribute::MaxGridDim(1))?,
+                attr(Attribute::MaxGridDim(2))?,
+            ],
+            shared_memory_per_block: attr(Attribute::SharedMemoryPerBlock)? as usize,
+            compute_units: attr(Attribute::MultiprocessorCount)?,
+            warp_size: attr(Attribute::WarpSize)?,
+        };
+        let runtime = Arc::new(runtime);
+        let pool_stream = runtime.pool_stream()?.map(|raw| GpuStream::new(raw, Arc::clone(&runtime)));
+        let b = R::BACKEND;
+        Ok(Self {
+            info,
+            runtime,
+            pool_stream,
+            poisoned: Mutex::new(None),
+            retired_gates: Mutex::new(Vec::new()),
+            retired_streams: Mutex::new(Vec::new()),
+            streams: Handles::new(b, "stream"),
+            events: Handles::new(b, "event"),
+            allocs: Handles::new(b, "allocation"),
+            modules: Handles::new(b, "module"),
+            kernels: Handles::new(b, "kernel"),
+        })
+    }
+
+    /// Refuses work on a poisoned device and makes the device current.
+    fn enter(&self) -> Result<()> {
+        if let Some(e) = self.poisoned.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            return Err(e.clone());
+        }
+        self.runtime.enter()
+    }
+
+    /// Passes a runtime result on, poisoning the device on a sticky error.
+    fn check<T>(&self, result: Result<T>) -> Result<T> {
+        result.inspect_err(|err| {
+            if err.kind == ErrorKind::KernelFault {
+                let mut poisoned = self.poisoned.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut sticky = err.clone();
+                sticky.message = format!("{} (the device is unusable from now on)", sticky.message);
+                poisoned.get_or_insert(sticky);
+            }
+        })
+    }
+
+    fn error(&self, call: &'static str, kind: ErrorKind, message: &str) -> Error {
+        Error::new(R::BACKEND, call, kind, message)
+    }
+
+    /// The stream of `id`, kept alive by the returned `Arc` for as long as
+    /// the caller holds it (a concurrent `destroy_stream` cannot destroy a
+    /// stream in use).
+    fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
+        self.streams.get(call, id.0)
+    }
+
+    /// The device address of a checked range of device memory.
+    fn address(&self, call: &'static str, range: DeviceRange) -> Result<R::Ptr> {
+        let mem = self.allocs.get(call, range.alloc.0)?;
+        check_range(R::BACKEND, call, range.offset, range.len, mem.size)?;
+        mem.device_ptr(call, range.offset)
+    }
+
+    fn pool(&self) -> Option<R::Stream> {
+        self.pool_stream.as_ref().map(|s| s.raw)
+    }
+}
+
+impl<R: Runtime> Drop for GpuDevice<R> {
+    fn drop(&mut self) {
+        // Open every gate first, also on a poisoned device, so that no
+        // stream waits forever for a user event nobody will complete.
+        let events = self.events.take_all();
+        for event in &events {
+            event.open();
+        }
+        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
+        let streams: Vec<_> = self.streams.take_all().into_iter().chain(retired).collect();
+        if self.enter().is_ok() {
+            // Wait for this device's own streams only: with its gates open
+            // they finish, whatever other devices sharing the GPU (CUDA's
+            // primary context, HIP on NVIDIA) do.
+            for stream in &streams {
+                // SAFETY: a live stream of this device, which is current.
+                let _ = unsafe { self.runtime.stream_synchronize(stream.raw) };
+            }
+            let pool = self.pool();
+            for mem in self.allocs.take_all() {
+                // Allocations the typed layer retired while still in use.
+                let _ = mem.free(&self.runtime, pool);
+            }
+            let gates = self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for event in events {
+                match &*event {
+                    // SAFETY: a live event of this device; its streams are done.
+                    GpuEvent::Timed { event, .. } => drop(unsafe { self.runtime.event_destroy(*event) }),
+                    GpuEvent::User { word, .. } => gates.push(word.0),
+                }
+            }
+            for gate in gates.drain(..) {
+                // SAFETY: allocated by host_alloc, open, and read by no stream any more.
+                let _ = unsafe { self.runtime.host_free(gate.cast()) };
+            }
+        }
+        // Streams (and the runtime, with CUDA's context) go after this.
+        drop(streams);
+    }
+}
+
+impl<R: Runtime> Device for GpuDevice<R> {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
+        self.enter()?;
+        // SAFETY: the device is current.
+        let raw = self.check(unsafe { self.runtime.stream_create(flags) })?;
+        Ok(StreamId(self.streams.insert(GpuStream::new(raw, Arc::clone(&self.runtime)))))
+    }
+
+    unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
+        let stream = self.streams.remove("destroy_stream", stream.0)?;
+        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.push(stream);
+        if self.enter().is_ok() {
+            // SAFETY: live streams of this device, which is current; a query never blocks.
+            retired.retain(|s| !matches!(unsafe { self.runtime.stream_query(s.raw) }, Ok(true)));
+        }
+        Ok(())
+    }
+
+    unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        let held = self.stream("synchronize_stream", stream)?;
+        // SAFETY: a live stream of this device, which is current.
+        self.check(unsafe { self.runtime.stream_synchronize(held.raw) })
+    }
+
+    unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
+        self.enter()?;
+        let held = self.stream("query_stream", stream)?;
+        // SAFETY: as above.
+        self.check(unsafe { self.runtime.stream_query(held.raw) })
+    }
+
+    fn create_event(&self) -> Result<EventId> {
+        self.enter()?;
+        // SAFETY: the device is current.
+        let event = self.check(unsafe { self.runtime.event_create() })?;
+        Ok(EventId(self.events.insert(GpuEvent::Timed { event, recorded: Default::default() })))
+    }
+
+    fn create_user_event(&self) -> Result<EventId> {
+        self.enter()?;
+        // SAFETY: the device is current; 4 bytes hold the word.
+        let host = self.check(unsafe { self.runtime.host_alloc(4, true) })?;
+        let word = GateWord(host.cast());
+        word.close();
+        // SAFETY: host was allocated mapped on this device.
+        let device = match self.check(unsafe { self.runtime.host_device_ptr(host) }) {
+            Ok(device) => device,
+            Err(e) => {
+                // SAFETY: allocated above, used by nobody.
+                let _ = unsafe { self.runtime.host_free(host) };
+                return Err(e);
+            }
+        };
+        Ok(EventId(self.events.insert(GpuEvent::User { word, device })))
+    }
+
+    unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
+        match &*self.events.get("complete_user_event", event.0)? {
+            e @ GpuEvent::User { .. } => {
+                e.open();
+                Ok(())
+            }
+            GpuEvent::Timed { .. } => {
+                Err(self.error("complete_user_event", ErrorKind::InvalidHandle, "event is not a user event"))
+            }
+        }
+    }
+
+    unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
+        let slot = self.events.remove("destroy_event", event.0)?;
+        // A user event is opened even on a poisoned device, so no stream waits forever.
+        slot.open();
+        match &*slot {
+            GpuEvent::User { word, .. } => {
+                // A stream may still be about to read the word: it is freed
+                // once the device's streams are done (at its drop).
+                self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).push(word.0);
+                Ok(())
+            }
+            GpuEvent::Timed { event, .. } => {
+                self.enter()?;
+                // SAFETY: a live event of this device, removed from the table, destroyed once.
+                self.check(unsafe { self.runtime.event_destroy(*event) })
+            }
+        }
+    }
+
+    unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        let held = self.stream("record_event", stream)?;
+        match &*self.events.get("record_event", event.0)? {
+            GpuEvent::Timed { event, recorded } => {
+                // SAFETY: both handles are live objects of this device, which is current.
+                self.check(unsafe { self.runtime.event_record(*event, held.raw) })?;
+                recorded.store(true, std::sync::atomic::Ordering::Release);
+                Ok(())
+            }
+            GpuEvent::User { .. } => {
+                Err(self.error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"))
+            }
+        }
+    }
+
+    unsafe fn query_event(&self, event: EventId) -> Result<bool> {
+        self.enter()?;
+        match &*self.events.get("query_event", event.0)? {
+            // SAFETY: a live event of this device, which is current.
+            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.event_query(*event) }),
+            user => Ok(user.is_open()),
+        }
+    }
+
+    unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
+        self.enter()?;
+        match &*self.events.get("synchronize_event", event.0)? {
+            // SAFETY: a live event of this device, which is current.
+            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.event_synchronize(*event) }),
+            user => {
+                while !user.is_open() {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
+        self.enter()?;
+        let handle = |id: EventId| -> Result<R::Event> {
+            match &*self.events.get("elapsed_ms", id.0)? {
+                GpuEvent::Timed { event, recorded } if recorded.load(std::sync::atomic::Ordering::Acquire) => {
+                    Ok(*event)
+                }
+                GpuEvent::Timed { .. } => {
+                    Err(self.error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))
+                }
+                GpuEvent::User { .. } => {
+                    Err(self.error("elapsed_ms", ErrorKind::InvalidHandle, "user events carry no time"))
+                }
+            }
+        };
+        let (a, b) = (handle(start)?, handle(end)?);
+        // SAFETY: both are live, recorded events of this device, which is current.
+        self.check(unsafe { self.runtime.event_elapsed(a, b) }).map(f64::from)
+    }
+
+    unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
+        self.enter()?;
+        let held = self.stream("stream_wait_event", stream)?;
+        match &*self.events.get("stream_wait_event", event.0)? {
+            // SAFETY: both handles are live objects of this device, which is current.
+            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
+            // SAFETY: the gate word is mapped page-locked memory that lives
+            // until the device is dropped (destroyed gates are retired, not freed).
+            GpuEvent::User { device, .. } => self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) }),
+        }
+    }
+
+    fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
+        self.enter()?;
+        // SAFETY: the device is current; the pool stream is live.
+        let (ptr, pooled) = self.check(unsafe { self.runtime.mem_alloc(bytes.max(1), self.pool()) })?;
+        Ok(AllocId(self.allocs.insert(GpuMemory { place: Place::Device { ptr, pooled }, size: bytes })))
+    }
+
+    fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
+        self.enter()?;
+        // SAFETY: the device is current.
+        let ptr = self.check(unsafe { self.runtime.host_alloc(bytes.max(1), false) })?;
+        // SAFETY: the block holds at least `bytes` bytes and is ours alone.
+        unsafe { ptr.as_ptr().write_bytes(0, bytes) };
+        Ok(AllocId(self.allocs.insert(GpuMemory { place: Place::Pinned(ptr), size: bytes })))
+    }
+
+    unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
+        match self.allocs.get("pinned_ptr", alloc.0)?.place {
+            Place::Pinned(ptr) => Ok(ptr),
+            Place::Device { .. } => Err(self.error(
+                "pinned_ptr",
+                ErrorKind::InvalidHandle,
+                "allocation is device memory, not pinned host memory",
+            )),
+        }
+    }
+
+    unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
+        Ok(self.allocs.get("alloc_size", alloc.0)?.size)
+    }
+
+    unsafe fn free(&self, alloc: AllocId) -> Result<()> {
+        let mem = self.allocs.remove("free", alloc.0)?;
+        self.enter()?;
+        self.check(mem.free(&self.runtime, self.pool()))
+    }
+
+    unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        let (to, held) = (self.address("copy_h2d", dst)?, self.stream("copy_h2d", stream)?);
+        if dst.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range is checked device memory; the caller keeps src valid until completion.
+        self.check(unsafe { self.runtime.copy_h2d(to, src, dst.len, held.raw) })
+    }
+
+    unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        let (from, held) = (self.address("copy_d2h", src)?, self.stream("copy_d2h", stream)?);
+        if src.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range is checked device memory; the caller keeps dst valid until completion.
+        self.check(unsafe { self.runtime.copy_d2h(dst, from, src.len, held.raw) })
+    }
+
+    unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        check_copy_ranges(R::BACKEND, src, dst)?;
+        let (from, to) = (self.address("copy_d2d", src)?, self.address("copy_d2d", dst)?);
+        let held = self.stream("copy_d2d", stream)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges are checked, non-overlapping device memory of this device.
+        self.check(unsafe { self.runtime.copy_d2d(to, from, src.len, held.raw) })
+    }
+
+    unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        check_fill_range(R::BACKEND, dst)?;
+        let (to, held) = (self.address("fill_u32", dst)?, self.stream("fill_u32", stream)?);
+        if dst.len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range is checked, 4-byte aligned device memory.
+        self.check(unsafe { self.runtime.fill_u32(to, pattern, dst.len / 4, held.raw) })
+    }
+
+    fn build_module(&self, source: &str) -> Result<ModuleId> {
+        self.enter()?;
+        let module = module::build(&*self.runtime, source)?;
+        Ok(ModuleId(self.modules.insert_shared(module)))
+    }
+
+    unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
+        self.enter()?;
+        let module = self.modules.get("kernel", module.0)?;
+        Ok(KernelId(self.kernels.insert(module::kernel(&*self.runtime, &module, name)?)))
+    }
+
+    unsafe fn launch(
+        &self,
+        kernel: KernelId,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
+        self.enter()?;
+        config.validate(&self.info, "launch")?;
+        let kernel = self.kernels.get("launch", kernel.0)?;
+        let held = self.stream("launch", stream)?;
+        check_kernel_limits(
+            &self.info,
+            &kernel.name,
+            config,
+            u64::from(kernel.max_threads),
+            kernel.static_shared as u64,
+        )?;
+        /// One argument's value, kept at a stable address for the launch.
+        enum Value<P> {
+            Ptr(P),
+            U32(u32),
+            I32(i32),
+            F32(f32),
+        }
+        let mut values = args
+            .iter()
+            .map(|arg| {
+                Ok(match *arg {
+                    KernelArg::Buffer { alloc, offset } => {
+                        let mem = self.allocs.get("launch", alloc.0)?;
+                        check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
+                        Value::Ptr(mem.device_ptr("launch", offset)?)
+                    }
+                    KernelArg::U32(v) => Value::U32(v),
+                    KernelArg::I32(v) => Value::I32(v),
+                    KernelArg::F32(v) => Value::F32(v),
+                })
+            })
+            .collect::<Result<Vec<Value<R::Ptr>>>>()?;
+        let mut params: Vec<*mut c_void> = values
+            .iter_mut()
+            .map(|v| match v {
+                Value::Ptr(p) => (p as *mut R::Ptr).cast(),
+                Value::U32(x) => (x as *mut u32).cast(),
+                Value::I32(x) => (x as *mut i32).cast(),
+                Value::F32(x) => (x as *mut f32).cast(),
+            })
+            .collect();
+        let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
+        // SAFETY: params point into `values`, alive for the call (the runtime
+        // copies them at launch); sizes are validated; the caller guarantees
+        // the kernel's parameter types and memory accesses.
+        self.check(unsafe {
+            self.runtime.launch(kernel.function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
+        })
+    }
+}

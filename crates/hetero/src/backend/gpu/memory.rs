@@ -1,0 +1,61 @@
+//! Allocations of the shared GPU device.
+//!
+//! Device memory comes from the stream-ordered allocator on the device's
+//! allocator stream where the device has memory pools: unlike a plain free,
+//! it never waits for the whole device, which would deadlock against a
+//! stream held by a user event. Page-locked host memory may still wait for
+//! the device when it is allocated or released (both runtimes document it).
+
+use std::ptr::NonNull;
+
+use super::runtime::Runtime;
+use crate::error::{Error, ErrorKind, Result};
+
+/// Where an allocation lives.
+pub(super) enum Place<R: Runtime> {
+    /// Device memory; `pooled` when it came from the stream-ordered allocator.
+    Device { ptr: R::Ptr, pooled: bool },
+    /// Page-locked host memory.
+    Pinned(NonNull<u8>),
+}
+
+/// One allocation.
+///
+/// Invariant: it holds at least `max(size, 1)` bytes.
+pub(super) struct GpuMemory<R: Runtime> {
+    pub(super) place: Place<R>,
+    pub(super) size: usize,
+}
+
+// SAFETY: device addresses and page-locked memory may be used from any
+// thread; access is ordered by the Device contract.
+unsafe impl<R: Runtime> Send for GpuMemory<R> {}
+// SAFETY: as above; &GpuMemory only exposes addresses.
+unsafe impl<R: Runtime> Sync for GpuMemory<R> {}
+
+impl<R: Runtime> GpuMemory<R> {
+    /// Device address `offset` bytes in (device memory only; pinned memory
+    /// is refused, so device operations never touch host memory).
+    pub(super) fn device_ptr(&self, call: &'static str, offset: usize) -> Result<R::Ptr> {
+        match self.place {
+            Place::Device { ptr, .. } => Ok(R::ptr_add(ptr, offset)),
+            Place::Pinned(_) => Err(Error::new(
+                R::BACKEND,
+                call,
+                ErrorKind::InvalidHandle,
+                "allocation is pinned host memory, not device memory",
+            )),
+        }
+    }
+
+    /// Releases the allocation. The device must be current and no queued
+    /// work may use it.
+    pub(super) fn free(&self, runtime: &R, pool: Option<R::Stream>) -> Result<()> {
+        match self.place {
+            // SAFETY: allocated by mem_alloc (pooled as recorded) and freed once.
+            Place::Device { ptr, pooled } => unsafe { runtime.mem_free(ptr, if pooled { pool } else { None }) },
+            // SAFETY: allocated by host_alloc and freed once.
+            Place::Pinned(ptr) => unsafe { runtime.host_free(ptr) },
+        }
+    }
+}

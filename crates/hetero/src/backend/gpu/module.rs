@@ -1,0 +1,93 @@
+//! Built modules of the shared GPU device and their kernels.
+//!
+//! Modules live in the device (CUDA: its primary context, shared by every
+//! hetero device of the ordinal), so one cache per runtime serves the whole
+//! process, keyed by device and source; cached modules are never unloaded.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::runtime::Runtime;
+use crate::error::{Error, ErrorKind, Result};
+
+/// A loaded module.
+pub(super) struct GpuModule<R: Runtime>(pub(super) R::Module);
+
+// SAFETY: module and function handles may be used from any thread.
+unsafe impl<R: Runtime> Send for GpuModule<R> {}
+// SAFETY: as above.
+unsafe impl<R: Runtime> Sync for GpuModule<R> {}
+// SAFETY: as above.
+unsafe impl<R: Runtime> Send for GpuKernel<R> {}
+// SAFETY: as above.
+unsafe impl<R: Runtime> Sync for GpuKernel<R> {}
+
+/// Built modules by device key and source, for the whole process: one
+/// `static` per runtime.
+pub struct ModuleCache<R: Runtime>(Mutex<Option<Modules<R>>>);
+
+type Modules<R> = HashMap<(i64, String), Arc<GpuModule<R>>>;
+
+impl<R: Runtime> ModuleCache<R> {
+    /// An empty cache.
+    pub const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+}
+
+impl<R: Runtime> Default for ModuleCache<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One kernel and its limits on the device.
+pub(super) struct GpuKernel<R: Runtime> {
+    pub(super) function: R::Function,
+    pub(super) name: String,
+    pub(super) max_threads: u32,
+    pub(super) static_shared: usize,
+}
+
+/// The module of `source` on the runtime's device, compiled and loaded at
+/// its first use in the process. The device must be current.
+pub(super) fn build<R: Runtime>(runtime: &R, source: &str) -> Result<Arc<GpuModule<R>>> {
+    let fail = |call, message: &str| Error::new(R::BACKEND, call, ErrorKind::Build, message);
+    if hetero_kernels::kernel_names(source).is_empty() {
+        return Err(fail("compile", "the source declares no kernel (expected `KERNEL void name(`)"));
+    }
+    let mut guard = R::module_cache().0.lock().unwrap_or_else(PoisonError::into_inner);
+    let cache = guard.get_or_insert_with(HashMap::new);
+    let key = (runtime.device_key(), source.to_string());
+    if let Some(module) = cache.get(&key) {
+        return Ok(Arc::clone(module));
+    }
+    let full = CString::new(hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, source))
+        .map_err(|_| fail("compile", "kernel source contains a NUL byte"))?;
+    let image = runtime.compile(&full)?;
+    // SAFETY: the image comes from the runtime's compiler for this device,
+    // which is current.
+    let module = Arc::new(GpuModule(unsafe { runtime.module_load(&image) }?));
+    if !cache.keys().any(|(d, _)| *d == key.0) {
+        runtime.keep_modules_alive()?;
+    }
+    cache.insert(key, Arc::clone(&module));
+    Ok(module)
+}
+
+/// The kernel `name` of `module`, with its limits. The device must be current.
+pub(super) fn kernel<R: Runtime>(runtime: &R, module: &GpuModule<R>, name: &str) -> Result<GpuKernel<R>> {
+    let c_name = CString::new(name).map_err(|_| {
+        Error::new(R::BACKEND, "kernel", ErrorKind::KernelNotFound, format!("kernel name {name:?} contains a NUL byte"))
+    })?;
+    // SAFETY: the module is loaded on this device, which is current.
+    let function = unsafe { runtime.module_function(module.0, &c_name) }.map_err(|mut e| {
+        e.kind = ErrorKind::KernelNotFound;
+        e.message = format!("no kernel `{name}` in the module ({})", e.message);
+        e
+    })?;
+    // SAFETY: the function was just looked up on this device.
+    let (max_threads, static_shared) = unsafe { runtime.function_limits(function) }?;
+    Ok(GpuKernel { function, name: name.to_string(), max_threads, static_shared })
+}

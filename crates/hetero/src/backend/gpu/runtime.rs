@@ -1,0 +1,164 @@
+//! [`Runtime`]: what the shared GPU device needs of a CUDA-like runtime.
+//!
+//! Each method wraps exactly one vendor call (or a fixed short sequence,
+//! documented where it is one) and converts its status into an [`Error`]
+//! whose kind is [`crate::ErrorKind::KernelFault`] for the runtime's sticky
+//! errors; the shared device poisons itself on those. Handles are the
+//! runtime's raw ones; the shared device owns them and upholds each
+//! method's `# Safety` contract. Only `cuda/runtime.rs` and
+//! `hip/runtime.rs` implement it.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::ptr::NonNull;
+
+use crate::device::{Backend, StreamFlags};
+use crate::error::Result;
+
+/// A device attribute the shared device reads for [`crate::DeviceInfo`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attribute {
+    /// Threads per block.
+    MaxThreadsPerBlock,
+    /// Block extent in dimension 0, 1 or 2.
+    MaxBlockDim(u8),
+    /// Grid extent in dimension 0, 1 or 2.
+    MaxGridDim(u8),
+    /// Shared memory per block, bytes.
+    SharedMemoryPerBlock,
+    /// Multiprocessors (compute units).
+    MultiprocessorCount,
+    /// Warp or wavefront size.
+    WarpSize,
+}
+
+/// The name, vendor, platform line and memory size of a device, which each
+/// runtime finds its own way.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// Marketing name.
+    pub name: String,
+    /// Vendor as reported.
+    pub vendor: String,
+    /// Driver and architecture line.
+    pub platform: String,
+    /// Global memory, bytes.
+    pub total_memory: u64,
+}
+
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
+
+/// One device of a CUDA-like runtime (CUDA, HIP), as the shared device
+/// drives it. Sealed: implemented by the CUDA and HIP backends only.
+///
+/// Every method that takes a handle requires, as its `# Safety`, that the
+/// handle is live and of this device, and that [`Runtime::enter`] has made
+/// the device current on the calling thread.
+#[doc(hidden)]
+#[allow(clippy::missing_safety_doc)] // one contract for every method, stated above
+pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
+    /// The backend this runtime is.
+    const BACKEND: Backend;
+    /// A stream.
+    type Stream: Copy + 'static;
+    /// An event.
+    type Event: Copy + 'static;
+    /// A loaded module.
+    type Module: Copy + 'static;
+    /// A kernel function.
+    type Function: Copy + 'static;
+    /// A device address.
+    type Ptr: Copy + 'static;
+
+    /// The process-wide cache of built modules of this runtime.
+    fn module_cache() -> &'static super::module::ModuleCache<Self>;
+
+    /// Makes the device current on this thread (CUDA: its primary context;
+    /// HIP: `hipSetDevice`).
+    fn enter(&self) -> Result<()>;
+    /// A number that identifies the physical device within the process
+    /// (the key of the module cache).
+    fn device_key(&self) -> i64;
+    /// Reads an attribute of the device.
+    fn attribute(&self, attribute: Attribute) -> Result<i32>;
+    /// Name, vendor, platform line and memory of the device.
+    fn identity(&self) -> Result<Identity>;
+    /// The stream the stream-ordered allocator works on, if the device has
+    /// memory pools; created once per device.
+    fn pool_stream(&self) -> Result<Option<Self::Stream>>;
+    /// Called once per device before its first module is cached, so the
+    /// cached modules stay valid (CUDA retains the primary context).
+    fn keep_modules_alive(&self) -> Result<()>;
+
+    /// Creates a stream.
+    unsafe fn stream_create(&self, flags: StreamFlags) -> Result<Self::Stream>;
+    /// Destroys a stream (never called on a busy one).
+    unsafe fn stream_destroy(&self, stream: Self::Stream);
+    /// Waits for a stream.
+    unsafe fn stream_synchronize(&self, stream: Self::Stream) -> Result<()>;
+    /// `true` when the stream is idle.
+    unsafe fn stream_query(&self, stream: Self::Stream) -> Result<bool>;
+    /// Makes `stream` wait for `event`.
+    unsafe fn stream_wait_event(&self, stream: Self::Stream, event: Self::Event) -> Result<()>;
+    /// Makes `stream` wait until the 32-bit word at `addr` is `>= 1`.
+    unsafe fn stream_wait_word(&self, stream: Self::Stream, addr: Self::Ptr) -> Result<()>;
+
+    /// Creates a timing event whose host waits block (not spin).
+    unsafe fn event_create(&self) -> Result<Self::Event>;
+    /// Destroys an event.
+    unsafe fn event_destroy(&self, event: Self::Event) -> Result<()>;
+    /// Records an event on a stream.
+    unsafe fn event_record(&self, event: Self::Event, stream: Self::Stream) -> Result<()>;
+    /// `true` when the event's last recording completed.
+    unsafe fn event_query(&self, event: Self::Event) -> Result<bool>;
+    /// Waits for the event's last recording.
+    unsafe fn event_synchronize(&self, event: Self::Event) -> Result<()>;
+    /// Milliseconds between two completed recordings.
+    unsafe fn event_elapsed(&self, start: Self::Event, end: Self::Event) -> Result<f32>;
+
+    /// Page-locked host memory of `bytes` (at least 1), portable across
+    /// contexts, and mapped into the device's address space when `mapped`.
+    unsafe fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<NonNull<u8>>;
+    /// The device address of mapped page-locked memory.
+    unsafe fn host_device_ptr(&self, host: NonNull<u8>) -> Result<Self::Ptr>;
+    /// Releases page-locked memory (may wait for the device).
+    unsafe fn host_free(&self, host: NonNull<u8>) -> Result<()>;
+    /// Device memory of `bytes` (at least 1), ready for every stream on
+    /// return: from the pool through `pool` where there is one. Returns the
+    /// address and whether it came from the pool.
+    unsafe fn mem_alloc(&self, bytes: usize, pool: Option<Self::Stream>) -> Result<(Self::Ptr, bool)>;
+    /// Releases device memory, through `pool` when it came from the pool.
+    unsafe fn mem_free(&self, ptr: Self::Ptr, pool: Option<Self::Stream>) -> Result<()>;
+    /// `ptr + offset`.
+    fn ptr_add(ptr: Self::Ptr, offset: usize) -> Self::Ptr;
+
+    /// Enqueues a host-to-device copy.
+    unsafe fn copy_h2d(&self, dst: Self::Ptr, src: *const u8, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Enqueues a device-to-host copy.
+    unsafe fn copy_d2h(&self, dst: *mut u8, src: Self::Ptr, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Enqueues a device-to-device copy.
+    unsafe fn copy_d2d(&self, dst: Self::Ptr, src: Self::Ptr, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Enqueues filling `count` 32-bit words at `dst` with `value`.
+    unsafe fn fill_u32(&self, dst: Self::Ptr, value: u32, count: usize, stream: Self::Stream) -> Result<()>;
+
+    /// Compiles portable source (already assembled with the CUDA prelude)
+    /// for this device; the error kind is `Build` with the compiler's log.
+    fn compile(&self, source: &CStr) -> Result<Vec<c_char>>;
+    /// Loads a compiled image.
+    unsafe fn module_load(&self, image: &[c_char]) -> Result<Self::Module>;
+    /// The kernel `name` of a module; `KernelNotFound` when it has none.
+    unsafe fn module_function(&self, module: Self::Module, name: &CStr) -> Result<Self::Function>;
+    /// The kernel's largest block and its static shared memory in bytes.
+    unsafe fn function_limits(&self, function: Self::Function) -> Result<(u32, usize)>;
+    /// Enqueues a launch; `params` points to one pointer per argument.
+    unsafe fn launch(
+        &self,
+        function: Self::Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        stream: Self::Stream,
+        params: *mut *mut c_void,
+    ) -> Result<()>;
+}
