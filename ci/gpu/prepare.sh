@@ -12,6 +12,9 @@ mkdir -p "$out/bin" "$out/deb"
 
 cargo build --release --all-features -p conformance --bin conform --bin stress
 cp target/release/conform target/release/stress "$out/bin/"
+# Per-operation cost, hetero against the vendor APIs (ci/gpu/bench.sh).
+cargo build --release --all-features -p bench
+cp target/release/bench "$out/bin/"
 # A step-by-step smoke test that shows where a new machine fails or hangs.
 cargo build --release --all-features -p hetero --example probe
 cp target/release/examples/probe "$out/bin/"

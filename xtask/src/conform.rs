@@ -9,19 +9,19 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
-/// `cargo run --release` of a binary of the conformance crate with `features`
+/// `cargo run --release` of binary `bin` of `package` with `features`
 /// (`None`: the crate's defaults) and `args`; its exit status, or 2 when
 /// cargo cannot be started.
-fn run_conformance_bin(command: &str, bin: &str, features: Option<&[String]>, args: &[String]) -> ExitCode {
+fn run_bin(package: &str, bin: &str, features: Option<&[String]>, args: &[String]) -> ExitCode {
     let mut cargo_run = Command::new(cargo());
-    cargo_run.args(["run", "--release", "--quiet", "--package", "conformance", "--bin", bin]);
+    cargo_run.args(["run", "--release", "--quiet", "--package", package, "--bin", bin]);
     if let Some(features) = features {
         cargo_run.args(["--no-default-features", "--features", &features.join(",")]);
     }
     match cargo_run.arg("--").args(args).status() {
         Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
         Err(e) => {
-            eprintln!("cargo xtask {command}: cannot run cargo: {e}");
+            eprintln!("cargo xtask {bin}: cannot run cargo: {e}");
             ExitCode::from(2)
         }
     }
@@ -30,19 +30,25 @@ fn run_conformance_bin(command: &str, bin: &str, features: Option<&[String]>, ar
 /// Builds and runs `conform` with `args`; returns its exit status (2 when
 /// it cannot be built or started).
 pub fn run(args: &[String]) -> ExitCode {
-    run_for_backends("conform", "auto", args)
+    run_for_backends("conformance", "conform", "auto", args)
 }
 
 /// Builds and runs the `stress` tool with the features of its `--backend`
 /// list (default `host`); returns its exit status.
 pub fn run_stress(args: &[String]) -> ExitCode {
-    run_for_backends("stress", "host", args)
+    run_for_backends("conformance", "stress", "host", args)
 }
 
-/// Runs binary `bin` built with the features of the backends its
-/// `--backend` argument names (`default` when it names none).
-fn run_for_backends(bin: &str, default: &str, args: &[String]) -> ExitCode {
-    let available = match conformance_features(&cargo()) {
+/// Builds and runs the `bench` tool with the features of its `--backend`
+/// list (default every backend); returns its exit status.
+pub fn run_bench(args: &[String]) -> ExitCode {
+    run_for_backends("bench", "bench", "auto", args)
+}
+
+/// Runs binary `bin` of `package` built with the features of the backends
+/// its `--backend` argument names (`default` when it names none).
+fn run_for_backends(package: &str, bin: &str, default: &str, args: &[String]) -> ExitCode {
+    let available = match package_features(&cargo(), package) {
         Ok(features) => features,
         Err(e) => {
             eprintln!("cargo xtask {bin}: cannot read the workspace: {e}");
@@ -50,12 +56,12 @@ fn run_for_backends(bin: &str, default: &str, args: &[String]) -> ExitCode {
         }
     };
     let backend = requested_backend(args).unwrap_or(default);
-    run_conformance_bin(bin, bin, Some(&features_for(backend, &available)), args)
+    run_bin(package, bin, Some(&features_for(backend, &available)), args)
 }
 
 /// Builds and runs the `report` tool of the conformance crate with `args`.
 pub fn run_report(args: &[String]) -> ExitCode {
-    run_conformance_bin("report", "report", None, args)
+    run_bin("conformance", "report", None, args)
 }
 
 /// The value of `--backend` (either `--backend X` or `--backend=X`), if given.
@@ -90,8 +96,8 @@ fn features_for(backend: &str, available: &[String]) -> Vec<String> {
     features
 }
 
-/// Backend features declared by the `conformance` package.
-fn conformance_features(cargo: &str) -> Result<Vec<String>, String> {
+/// Backend features declared by `package`.
+fn package_features(cargo: &str, package: &str) -> Result<Vec<String>, String> {
     let output = Command::new(cargo)
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .output()
@@ -102,9 +108,9 @@ fn conformance_features(cargo: &str) -> Result<Vec<String>, String> {
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).map_err(|e| e.to_string())?;
     let package = metadata["packages"]
         .as_array()
-        .and_then(|p| p.iter().find(|p| p["name"] == "conformance"))
-        .ok_or("no `conformance` package in the workspace")?;
-    let features = package["features"].as_object().ok_or("`conformance` has no feature table")?;
+        .and_then(|p| p.iter().find(|p| p["name"] == package))
+        .ok_or_else(|| format!("no `{package}` package in the workspace"))?;
+    let features = package["features"].as_object().ok_or("the package has no feature table")?;
     Ok(BACKENDS.iter().filter(|b| features.contains_key(**b)).map(|b| b.to_string()).collect())
 }
 

@@ -5,6 +5,8 @@
 //! - `stress [--seconds N] [--backend host,opencl]`: random concurrent
 //!   streams, events, copies and launches on each backend, checked against
 //!   a CPU model, with a watchdog (see `stress --help`).
+//! - `bench [--backend cuda,hip] [--json F]`: per-operation host cost
+//!   through hetero and through the vendor API in the same process.
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
 //!   combines reports of different nodes or jobs into one comparison.
 //! - `ci-matrix --format github|gitlab`: the CI job matrix of `ci/matrix.json`.
@@ -48,6 +50,15 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Build `bench` with the needed backend features and run it.
+    ///
+    /// Every argument is passed on to `bench`; run `cargo xtask bench --help` for them.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Arguments for `bench`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Combine conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`.
     #[command(disable_help_flag = true)]
     Report {
@@ -72,6 +83,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Conform { args } => conform::run(&args),
         Command::Stress { args } => conform::run_stress(&args),
+        Command::Bench { args } => conform::run_bench(&args),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
         Command::Report { args } => conform::run_report(&args),
         Command::CiMatrix { format } => ci_matrix::run(format),

@@ -1,0 +1,227 @@
+//! `bench`: the host cost of each basic operation through hetero's typed
+//! layer and through the vendor API directly, in one process on one device,
+//! printed as ratios (`cargo xtask bench`).
+//!
+//! This crate calls vendor APIs directly (the raw baselines in `raw_*.rs`):
+//! it is the one place outside `crates/hetero/src/backend/` that may.
+
+mod measure;
+#[cfg(feature = "cuda")]
+mod raw_cuda;
+#[cfg(feature = "hip")]
+mod raw_hip;
+#[cfg(feature = "opencl")]
+mod raw_opencl;
+mod typed;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hetero::{Backend, Context};
+use measure::{Cost, Plan};
+
+/// Sizes every path uses.
+pub mod sizes {
+    /// Words of the small buffers (4 KiB).
+    pub const WORDS: usize = 1024;
+    /// Bytes of one allocation in the alloc+free pair.
+    pub const ALLOC_BYTES: usize = 1 << 20;
+}
+
+/// One measured operation; every path measures the same list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// Enqueue a one-block `affine_u32` launch.
+    Launch,
+    /// Launch it and wait for it.
+    LaunchToCompletion,
+    /// Enqueue a 4 KiB copy from pinned memory to the device.
+    CopyH2d,
+    /// Enqueue a 4 KiB copy from the device to pinned memory.
+    CopyD2h,
+    /// Record an event.
+    EventRecord,
+    /// A 4 KiB fill on one stream, then a copy of it on another ordered
+    /// after it by an event (hetero: the tracker's wait).
+    CrossStreamPair,
+    /// Allocate and free 1 MiB of device memory.
+    AllocFree1M,
+    /// A 4-byte copy to pageable host memory, waited for.
+    RoundTrip,
+}
+
+impl Op {
+    /// Every operation, in table order.
+    pub const ALL: [Op; 8] = [
+        Op::Launch,
+        Op::LaunchToCompletion,
+        Op::CopyH2d,
+        Op::CopyD2h,
+        Op::EventRecord,
+        Op::CrossStreamPair,
+        Op::AllocFree1M,
+        Op::RoundTrip,
+    ];
+
+    /// Operations per timed round.
+    pub fn count(self) -> usize {
+        match self {
+            Op::Launch | Op::CopyH2d | Op::CopyD2h | Op::EventRecord => 2000,
+            Op::CrossStreamPair => 1000,
+            Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip => 200,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Op::Launch => "launch (enqueue)",
+            Op::LaunchToCompletion => "launch + wait",
+            Op::CopyH2d => "4 KiB pinned H2D",
+            Op::CopyD2h => "4 KiB pinned D2H",
+            Op::EventRecord => "event record",
+            Op::CrossStreamPair => "cross-stream pair",
+            Op::AllocFree1M => "1 MiB alloc + free",
+            Op::RoundTrip => "4 B round trip",
+        }
+    }
+}
+
+/// The costs of one way of doing the operations (`hetero`, `raw`, ...).
+#[derive(Debug, serde::Serialize)]
+pub struct PathResult {
+    /// `hetero` (typed layer), `raw` (the vendor's C API) or `cudarc` (its safe API).
+    pub path: &'static str,
+    /// Cost per operation; a path may measure only some operations.
+    pub costs: Vec<(Op, Cost)>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct DeviceResult {
+    backend: String,
+    device: String,
+    platform: String,
+    paths: Vec<PathResult>,
+    /// Errors of a path that could not run (its other paths still count).
+    errors: Vec<String>,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "bench", version, about = "Per-operation host cost: hetero against the vendor API, in one process")]
+struct Cli {
+    /// Backends, comma-separated (default: every compiled-in backend whose runtime is present).
+    #[arg(long, value_delimiter = ',')]
+    backend: Vec<Backend>,
+    /// Timed rounds per operation (the median is reported).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    rounds: u16,
+    /// Untimed rounds first.
+    #[arg(long, default_value_t = 2)]
+    warmup: u16,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let plan = Plan { warmup: usize::from(cli.warmup), rounds: usize::from(cli.rounds) };
+    let backends = if cli.backend.is_empty() { hetero::compiled_backends() } else { cli.backend.clone() };
+    let mut results = Vec::new();
+    for backend in backends {
+        let device = match hetero::backend_devices(backend) {
+            Ok(mut devices) => devices.remove(0),
+            Err(e) if cli.backend.is_empty() => {
+                println!("skipped: {e}");
+                continue;
+            }
+            Err(e) => {
+                eprintln!("bench: cannot run: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let ctx = Context::new(device);
+        let info = ctx.info().clone();
+        let mut result = DeviceResult {
+            backend: backend.name().to_string(),
+            device: info.name.clone(),
+            platform: info.platform.clone(),
+            paths: Vec::new(),
+            errors: Vec::new(),
+        };
+        match typed::run(&ctx, plan) {
+            Ok(costs) => result.paths.push(PathResult { path: "hetero", costs }),
+            Err(e) => result.errors.push(format!("hetero: {e}")),
+        }
+        drop(ctx);
+        match raw(backend, &info.name, plan) {
+            Ok(paths) => result.paths.extend(paths),
+            Err(e) => result.errors.push(format!("raw: {e}")),
+        }
+        print_table(&result);
+        results.push(result);
+    }
+    if let Some(path) = &cli.json {
+        let report = serde_json::json!({
+            "schema_version": 1,
+            "unit": "microseconds of host time per operation (median of rounds)",
+            "rounds": plan.rounds,
+            "warmup": plan.warmup,
+            "devices": results,
+        });
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("bench: cannot write `{}`: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if results.iter().any(|r| !r.errors.is_empty()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// The vendor-API paths of `backend` on the device named `name`.
+fn raw(backend: Backend, name: &str, plan: Plan) -> Result<Vec<PathResult>, String> {
+    let _ = (name, plan);
+    match backend {
+        #[cfg(feature = "opencl")]
+        Backend::OpenCl => raw_opencl::run(name, plan),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => raw_cuda::run(plan),
+        #[cfg(feature = "hip")]
+        Backend::Hip => raw_hip::run(plan),
+        _ => Ok(Vec::new()),
+    }
+}
+
+fn print_table(result: &DeviceResult) {
+    println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
+    let header: Vec<&str> = result.paths.iter().map(|p| p.path).collect();
+    print!("{:<20}", "operation");
+    for h in &header {
+        print!(" {h:>10}");
+    }
+    for h in header.iter().skip(1) {
+        print!(" {:>12}", format!("hetero/{h}"));
+    }
+    println!();
+    for op in Op::ALL {
+        let cost = |p: &PathResult| p.costs.iter().find(|(o, _)| *o == op).map(|(_, c)| c.median_us);
+        print!("{:<20}", op.name());
+        for p in &result.paths {
+            match cost(p) {
+                Some(us) => print!(" {us:>10.2}"),
+                None => print!(" {:>10}", "-"),
+            }
+        }
+        let ours = result.paths.first().and_then(cost);
+        for p in result.paths.iter().skip(1) {
+            match (ours, cost(p)) {
+                (Some(a), Some(b)) if b > 0.0 => print!(" {:>11.2}x", a / b),
+                _ => print!(" {:>12}", "-"),
+            }
+        }
+        println!();
+    }
+    for e in &result.errors {
+        println!("error: {e}");
+    }
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, after ci/gpu/prepare.sh
+# prepared .gpu/ here and the device call carried it:
+#
+#   bash ci/gpu/bench.sh cuda,hip,opencl
+#
+# Per-operation host cost through hetero and through each vendor API in
+# the same process (`bench`), written to $OUT/bench.json and bench.log.
+set -euo pipefail
+backends=${1:-cuda,hip,opencl}
+out=${OUT:-/tmp/hetero-out}
+mkdir -p "$out"
+exec > >(tee -a "$out/bench.log") 2>&1
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+backends_for_env=$backends
+# shellcheck source=ci/gpu/env.sh
+source ci/gpu/env.sh
+echo "== bench --backend $backends"
+timeout 400 .gpu/bin/bench --backend "$backends" --rounds 9 --json "$out/bench.json"
