@@ -6,7 +6,7 @@
 #
 # Per-operation host cost through hetero and through each vendor API in
 # the same process (`bench`), written to $OUT/bench.json and bench.log.
-set -euo pipefail
+set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
