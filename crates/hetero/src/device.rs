@@ -289,6 +289,12 @@ pub trait Device: Send + Sync + 'static {
 
     /// Creates an event that can be recorded, waited on and timed.
     fn create_event(&self) -> Result<EventId>;
+    /// Creates an event for ordering and completion only: recording it may
+    /// be cheaper (CUDA and HIP skip the timestamp), and
+    /// [`Device::elapsed_ms`] refuses it. The typed layer's tracking uses these.
+    fn create_sync_event(&self) -> Result<EventId> {
+        self.create_event()
+    }
     /// Creates an event that completes only when the host calls
     /// [`Device::complete_user_event`]: a gate that holds streams waiting on it.
     fn create_user_event(&self) -> Result<EventId>;

@@ -54,7 +54,7 @@ impl Tracker {
     fn event<D: Device>(state: &mut State, device: &D) -> Result<EventId> {
         match state.spare.pop() {
             Some(e) => Ok(e),
-            None => device.create_event(),
+            None => device.create_sync_event(),
         }
     }
 

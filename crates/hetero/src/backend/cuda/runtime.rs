@@ -204,9 +204,10 @@ impl Runtime for Cuda {
         check("cuStreamWaitValue32", unsafe { sys::cuStreamWaitValue32_v2(stream, addr, 1, geq) })
     }
 
-    unsafe fn event_create(&self) -> Result<sys::CUevent> {
+    unsafe fn event_create(&self, timing: bool) -> Result<sys::CUevent> {
         let mut event: sys::CUevent = std::ptr::null_mut();
-        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+        let untimed = if timing { 0 } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32 };
+        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32 | untimed;
         // SAFETY: event is a valid out-pointer.
         check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, flags) })?;
         Ok(event)

@@ -140,6 +140,13 @@ impl<R: Runtime> GpuDevice<R> {
         mem.device_ptr(call, range.offset)
     }
 
+    fn new_event(&self, timing: bool) -> Result<EventId> {
+        self.enter()?;
+        // SAFETY: the device is current.
+        let event = self.check(unsafe { self.runtime.event_create(timing) })?;
+        Ok(EventId(self.events.insert(GpuEvent::Timed { event, timing, recorded: Default::default() })))
+    }
+
     fn pool(&self) -> Option<R::Stream> {
         self.pool_stream.as_ref().map(|s| s.raw)
     }
@@ -224,10 +231,11 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     fn create_event(&self) -> Result<EventId> {
-        self.enter()?;
-        // SAFETY: the device is current.
-        let event = self.check(unsafe { self.runtime.event_create() })?;
-        Ok(EventId(self.events.insert(GpuEvent::Timed { event, recorded: Default::default() })))
+        self.new_event(true)
+    }
+
+    fn create_sync_event(&self) -> Result<EventId> {
+        self.new_event(false)
     }
 
     fn create_user_event(&self) -> Result<EventId> {
@@ -283,7 +291,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let held = self.stream("record_event", stream)?;
         match &*self.events.get("record_event", event.0)? {
-            GpuEvent::Timed { event, recorded } => {
+            GpuEvent::Timed { event, recorded, .. } => {
                 // SAFETY: both handles are live objects of this device, which is current.
                 self.check(unsafe { self.runtime.event_record(*event, held.raw) })?;
                 recorded.store(true, std::sync::atomic::Ordering::Release);
@@ -322,7 +330,10 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let handle = |id: EventId| -> Result<R::Event> {
             match &*self.events.get("elapsed_ms", id.0)? {
-                GpuEvent::Timed { event, recorded } if recorded.load(std::sync::atomic::Ordering::Acquire) => {
+                GpuEvent::Timed { timing: false, .. } => {
+                    Err(self.error("elapsed_ms", ErrorKind::InvalidHandle, "a synchronisation event carries no time"))
+                }
+                GpuEvent::Timed { event, recorded, .. } if recorded.load(std::sync::atomic::Ordering::Acquire) => {
                     Ok(*event)
                 }
                 GpuEvent::Timed { .. } => {

@@ -10,8 +10,8 @@ use super::runtime::Runtime;
 
 /// One hetero event.
 pub(super) enum GpuEvent<R: Runtime> {
-    /// A runtime event and whether it was ever recorded.
-    Timed { event: R::Event, recorded: AtomicBool },
+    /// A runtime event, whether it keeps time, and whether it was ever recorded.
+    Timed { event: R::Event, timing: bool, recorded: AtomicBool },
     /// A host-released gate: the mapped word and its device address.
     User { word: GateWord, device: R::Ptr },
 }

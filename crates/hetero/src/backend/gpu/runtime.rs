@@ -104,8 +104,9 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     /// Makes `stream` wait until the 32-bit word at `addr` is `>= 1`.
     unsafe fn stream_wait_word(&self, stream: Self::Stream, addr: Self::Ptr) -> Result<()>;
 
-    /// Creates a timing event whose host waits block (not spin).
-    unsafe fn event_create(&self) -> Result<Self::Event>;
+    /// Creates an event whose host waits block (not spin), with timing or
+    /// (cheaper to record) without.
+    unsafe fn event_create(&self, timing: bool) -> Result<Self::Event>;
     /// Destroys an event.
     unsafe fn event_destroy(&self, event: Self::Event) -> Result<()>;
     /// Records an event on a stream.

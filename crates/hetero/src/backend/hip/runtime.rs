@@ -166,12 +166,11 @@ impl Runtime for Hip {
         })
     }
 
-    unsafe fn event_create(&self) -> Result<hip::hipEvent_t> {
+    unsafe fn event_create(&self, timing: bool) -> Result<hip::hipEvent_t> {
         let mut event: hip::hipEvent_t = std::ptr::null_mut();
+        let flags = hip::hipEventBlockingSync | if timing { 0 } else { hip::hipEventDisableTiming };
         // SAFETY: event is a valid out-pointer.
-        check("hipEventCreateWithFlags", unsafe {
-            hip::hipEventCreateWithFlags(&mut event, hip::hipEventBlockingSync)
-        })?;
+        check("hipEventCreateWithFlags", unsafe { hip::hipEventCreateWithFlags(&mut event, flags) })?;
         Ok(event)
     }
 

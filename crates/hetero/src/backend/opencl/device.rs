@@ -121,13 +121,6 @@ impl OpenClDevice {
         Ok(mem)
     }
 
-    /// The marker's event after everything enqueued so far on `queue`.
-    fn marker(&self, queue: &CommandQueue) -> Result<Event> {
-        // SAFETY: queue is live; no wait list.
-        let raw = unsafe { enqueue_marker_with_wait_list(queue.get(), 0, std::ptr::null()) };
-        stream::submitted(queue, "clEnqueueMarkerWithWaitList", raw)
-    }
-
     /// A sub-buffer starting at `offset` (kernels take buffers, not pointers).
     fn sub_buffer(&self, mem: &ClMemory, offset: usize) -> Result<cl_mem> {
         if !offset.is_multiple_of(self.base_align) {
@@ -217,7 +210,23 @@ impl Device for OpenClDevice {
         if slot.user {
             return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
         }
-        slot.set(self.marker(&self.queue("record_event", stream)?.queue)?);
+        let queue = self.queue("record_event", stream)?;
+        // The last command's event marks the same point as a marker after it,
+        // while it is pending; once it completed, a marker gives the time of
+        // the recording instead of that completion (timing would otherwise
+        // include the idle gap).
+        let event = match queue.last_event()? {
+            Some(last) if matches!(is_complete(&last, "record_event"), Ok(false)) => last,
+            _ => {
+                // SAFETY: the queue is live; no wait list.
+                let raw = unsafe { enqueue_marker_with_wait_list(queue.queue.get(), 0, std::ptr::null()) };
+                queue.submitted("clEnqueueMarkerWithWaitList", raw)?;
+                queue
+                    .last_event()?
+                    .ok_or_else(|| error("record_event", ErrorKind::Driver, "the marker just enqueued has no event"))?
+            }
+        };
+        slot.set(event, queue);
         Ok(())
     }
 

@@ -1,20 +1,21 @@
 //! Events of the OpenCL backend.
 //!
 //! An `EventId` names a slot holding the `cl_event` of its latest
-//! recording: a marker (`clEnqueueMarkerWithWaitList`) on the recording
-//! queue, or, for a user event, a `clCreateUserEvent` event. Profiling
-//! times of markers give elapsed device time.
+//! recording and the queue it was recorded on: the event of that queue's
+//! last command (or a marker when it had none), or, for a user event, a
+//! `clCreateUserEvent` event. Profiling end times give elapsed device time.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::event::{CL_COMPLETE, Event, retain_event};
 
 use super::error::from_code;
+use super::stream::ClStream;
 use crate::error::Result;
 
-/// The latest `cl_event` of one hetero event.
+/// The latest `cl_event` of one hetero event, and its queue.
 pub(super) struct ClEvent {
-    latest: Mutex<Option<Event>>,
+    latest: Mutex<Option<(Event, Option<Arc<ClStream>>)>>,
     /// A user event: completed by the host, never recorded.
     pub(super) user: bool,
 }
@@ -25,20 +26,24 @@ impl ClEvent {
     }
 
     pub(super) fn user(event: Event) -> Self {
-        Self { latest: Mutex::new(Some(event)), user: true }
+        Self { latest: Mutex::new(Some((event, None))), user: true }
     }
 
-    /// Replaces the latest recording.
-    pub(super) fn set(&self, event: Event) {
-        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Some(event);
+    /// Replaces the latest recording, made on `source`.
+    pub(super) fn set(&self, event: Event, source: Arc<ClStream>) {
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Some((event, Some(source)));
     }
 
-    /// A retained handle to the latest recording, usable after the lock is gone.
+    /// A retained handle to the latest recording, usable after the lock is
+    /// gone; its queue is flushed first, so whoever waits on it sees progress.
     pub(super) fn current(&self) -> Result<Option<Event>> {
         let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         match latest.as_ref() {
             None => Ok(None),
-            Some(event) => {
+            Some((event, source)) => {
+                if let Some(source) = source {
+                    source.flush()?;
+                }
                 // SAFETY: the event is live while we hold the lock; the
                 // retained reference is released by the returned wrapper.
                 unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
