@@ -38,6 +38,12 @@ EXPORT hipError_t hetero_hipSetDevice(int device) {
     hipError_t e = hipSetDevice(device);
     return e == hipSuccess ? bind_context() : e;
 }
+// The backend skips hipSetDevice when hipGetDevice names its device; on AMD
+// that device is then ready on this thread, so bind the context here too.
+EXPORT hipError_t hetero_hipGetDevice(int* device) {
+    hipError_t e = hipGetDevice(device);
+    return e == hipSuccess ? bind_context() : e;
+}
 EXPORT hipError_t hetero_hipDeviceGetName(char* name, int len, hipDevice_t device) { return hipDeviceGetName(name, len, device); }
 EXPORT hipError_t hetero_hipDeviceTotalMem(size_t* bytes, hipDevice_t device) { return hipDeviceTotalMem(bytes, device); }
 EXPORT hipError_t hetero_hipDriverGetVersion(int* version) { return hipDriverGetVersion(version); }

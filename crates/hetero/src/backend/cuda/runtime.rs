@@ -88,6 +88,13 @@ impl Runtime for Cuda {
     }
 
     fn enter(&self) -> Result<()> {
+        // Setting the current context costs about a microsecond; asking is
+        // cheap, and the context is usually current already.
+        let mut current: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: current is a valid out-pointer.
+        if unsafe { sys::cuCtxGetCurrent(&mut current) } == sys::CUresult::CUDA_SUCCESS && current == self.context {
+            return Ok(());
+        }
         // SAFETY: the primary context is retained for this value's life.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.context) })
     }

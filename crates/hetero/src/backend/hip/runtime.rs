@@ -57,6 +57,13 @@ impl Runtime for Hip {
     }
 
     fn enter(&self) -> Result<()> {
+        // Selecting the device is not free; asking which one is current is
+        // cheaper, and it usually is this one already.
+        let mut current = -1;
+        // SAFETY: current is a valid out-pointer.
+        if unsafe { hip::hipGetDevice(&mut current) } == hip::hipError_t_hipSuccess && current == self.ordinal {
+            return Ok(());
+        }
         // SAFETY: plain call with this device's index.
         check("hipSetDevice", unsafe { hip::hipSetDevice(self.ordinal) })
     }

@@ -283,7 +283,7 @@ impl Device for OpenClDevice {
         let list = [ev.get()];
         // SAFETY: the wait list holds one live event, retained by `ev` during the call.
         let raw = unsafe { enqueue_barrier_with_wait_list(queue.queue.get(), 1, list.as_ptr()) };
-        queue.submitted("clEnqueueBarrierWithWaitList", raw)
+        queue.submitted_barrier("clEnqueueBarrierWithWaitList", raw)
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {

@@ -26,7 +26,9 @@ use crate::error::Result;
 /// were enqueued since its last flush.
 pub(super) struct ClStream {
     pub(super) queue: CommandQueue,
-    last: Mutex<Option<Event>>,
+    /// The last command's event, and whether it reports profiling times
+    /// (NVIDIA's driver gives none for barriers).
+    last: Mutex<Option<(Event, bool)>>,
     unflushed: AtomicBool,
 }
 
@@ -38,8 +40,22 @@ impl ClStream {
     /// Takes ownership of the event an enqueue returned and remembers the
     /// command as the stream's last (flushed later, when something waits).
     pub(super) fn submitted(&self, call: &'static str, event: std::result::Result<cl_event, i32>) -> Result<()> {
+        self.remember(call, event, true)
+    }
+
+    /// As [`Self::submitted`], for a barrier: its event is never reused as a
+    /// recording, since drivers need not time barriers.
+    pub(super) fn submitted_barrier(
+        &self,
+        call: &'static str,
+        event: std::result::Result<cl_event, i32>,
+    ) -> Result<()> {
+        self.remember(call, event, false)
+    }
+
+    fn remember(&self, call: &'static str, event: std::result::Result<cl_event, i32>, timed: bool) -> Result<()> {
         let event = owned(call, event)?;
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(event);
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((event, timed));
         self.unflushed.store(true, Ordering::Release);
         Ok(())
     }
@@ -52,12 +68,13 @@ impl ClStream {
         Ok(())
     }
 
-    /// A retained handle to the event of the last command, if any.
+    /// A retained handle to the event of the last command, if it reports
+    /// profiling times.
     pub(super) fn last_event(&self) -> Result<Option<Event>> {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         match last.as_ref() {
-            None => Ok(None),
-            Some(event) => {
+            None | Some((_, false)) => Ok(None),
+            Some((event, true)) => {
                 // SAFETY: the event is live while the lock is held; the
                 // retained reference is released by the returned wrapper.
                 unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
@@ -70,7 +87,7 @@ impl ClStream {
     pub(super) fn is_idle(&self) -> Result<bool> {
         self.flush()?;
         match self.last.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            Some(event) => is_complete(event, "query_stream"),
+            Some((event, _)) => is_complete(event, "query_stream"),
             None => Ok(true),
         }
     }
