@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use hetero::{Backend, Context};
-use measure::{Cost, Plan};
+use measure::{Cost, Fail, Plan};
 
 /// Sizes every path uses.
 pub mod sizes {
@@ -179,7 +179,7 @@ fn main() -> ExitCode {
 }
 
 /// The vendor-API paths of `backend` on the device named `name`.
-fn raw(backend: Backend, name: &str, plan: Plan) -> Result<Vec<PathResult>, String> {
+fn raw(backend: Backend, name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
     let _ = (name, plan);
     match backend {
         #[cfg(feature = "opencl")]

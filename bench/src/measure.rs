@@ -6,6 +6,8 @@
 
 use std::time::Instant;
 
+use crate::Op;
+
 /// Rounds and operations per round.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -24,26 +26,37 @@ pub struct Cost {
     pub min_us: f64,
 }
 
-/// Runs `round(n)` (which must do `n` operations, each to the point the
-/// measurement is about, and leave the device idle afterwards only if
-/// `settle` says so) and returns the cost per operation.
-pub fn per_op<E>(
-    plan: Plan,
-    n: usize,
-    mut round: impl FnMut(usize) -> Result<(), E>,
-    mut settle: impl FnMut() -> Result<(), E>,
-) -> Result<Cost, E> {
-    for _ in 0..plan.warmup {
-        round(n)?;
-        settle()?;
+/// Why a path could not run.
+pub type Fail = Box<dyn std::error::Error>;
+
+/// One way of doing the operations of [`Op::ALL`] on one device.
+pub trait Path {
+    /// Does operation number `i` of a round of `op` (to the point the
+    /// measurement is about: enqueued, or waited for where the op says so).
+    fn run(&mut self, op: Op, i: usize) -> Result<(), Fail>;
+    /// Waits until the device is idle (untimed, after each round).
+    fn settle(&mut self) -> Result<(), Fail>;
+}
+
+/// The cost of every operation through `path`.
+pub fn measure(path: &mut impl Path, plan: Plan) -> Result<Vec<(Op, Cost)>, Fail> {
+    let mut costs = Vec::new();
+    for op in Op::ALL {
+        let n = op.count();
+        let mut samples = Vec::with_capacity(plan.rounds);
+        for round in 0..plan.warmup + plan.rounds.max(1) {
+            let start = Instant::now();
+            for i in 0..n {
+                path.run(op, i)?;
+            }
+            let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+            path.settle()?;
+            if round >= plan.warmup {
+                samples.push(us);
+            }
+        }
+        samples.sort_by(f64::total_cmp);
+        costs.push((op, Cost { median_us: samples[samples.len() / 2], min_us: samples[0] }));
     }
-    let mut samples = Vec::with_capacity(plan.rounds);
-    for _ in 0..plan.rounds.max(1) {
-        let start = Instant::now();
-        round(n)?;
-        samples.push(start.elapsed().as_secs_f64() * 1e6 / n as f64);
-        settle()?;
-    }
-    samples.sort_by(f64::total_cmp);
-    Ok(Cost { median_us: samples[samples.len() / 2], min_us: samples[0] })
+    Ok(costs)
 }

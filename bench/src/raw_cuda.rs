@@ -4,303 +4,251 @@
 //! tracks events per buffer too), on device 0 and its primary context.
 
 use std::ffi::{CString, c_char, c_void};
+use std::sync::Arc;
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
 use cudarc::nvrtc;
 
-use crate::measure::{Plan, per_op};
+use crate::measure::{Fail, Path, Plan, measure};
 use crate::{Op, PathResult, sizes};
 
-fn check(call: &str, code: sys::CUresult) -> Result<(), String> {
-    if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{call}: {code:?}")) }
-}
-
-fn err(e: impl std::fmt::Debug) -> String {
-    format!("{e:?}")
+fn check(call: &str, code: sys::CUresult) -> Result<(), Fail> {
+    if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{call}: {code:?}").into()) }
 }
 
 /// The portable `affine_u32` source as CUDA C++, and the device's `sm_XY`.
-fn source_and_arch(ctx: &CudaContext) -> Result<(String, String), String> {
-    let (major, minor) = (
-        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(err)?,
-        ctx.attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(err)?,
-    );
+fn source_and_arch(ctx: &CudaContext) -> Result<(String, String), Fail> {
+    use sys::CUdevice_attribute::*;
+    let major = ctx.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = ctx.attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
     let source = hetero::kernels::assemble(hetero::kernels::PRELUDE_CUDA, hetero::kernels::UTIL);
     Ok((source, format!("sm_{major}{minor}")))
 }
 
 /// Both vendor paths.
-pub fn run(plan: Plan) -> Result<Vec<PathResult>, String> {
-    Ok(vec![driver(plan)?, safe(plan)?])
+pub fn run(plan: Plan) -> Result<Vec<PathResult>, Fail> {
+    let ctx = CudaContext::new(0)?;
+    let mut driver = Driver::new(&ctx)?;
+    let raw = PathResult { path: "raw", costs: measure(&mut driver, plan)? };
+    drop(driver);
+    let mut safe = Safe::new(&ctx)?;
+    Ok(vec![raw, PathResult { path: "cudarc", costs: measure(&mut safe, plan)? }])
 }
 
 /// The raw driver calls hetero's backend makes, without hetero.
-fn driver(plan: Plan) -> Result<PathResult, String> {
-    let ctx = CudaContext::new(0).map_err(err)?;
-    let (source, arch) = source_and_arch(&ctx)?;
-    let program = nvrtc::result::create_program(&CString::new(source).map_err(err)?, None).map_err(err)?;
-    // SAFETY: the program is live until destroyed below.
-    let ptx: Vec<c_char> = unsafe {
-        nvrtc::result::compile_program(program, &[format!("--gpu-architecture={arch}")]).map_err(err)?;
-        let ptx = nvrtc::result::get_ptx(program).map_err(err)?;
-        let _ = nvrtc::result::destroy_program(program);
-        ptx
-    };
-    ctx.bind_to_thread().map_err(err)?;
-    let words = sizes::WORDS;
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    let mut function: sys::CUfunction = std::ptr::null_mut();
-    let (mut a, mut b): (sys::CUstream, sys::CUstream) = (std::ptr::null_mut(), std::ptr::null_mut());
-    let (mut x, mut y, mut pool): (sys::CUdeviceptr, sys::CUdeviceptr, sys::CUstream) = (0, 0, std::ptr::null_mut());
-    let mut pinned: *mut c_void = std::ptr::null_mut();
-    let (mut event, mut filled): (sys::CUevent, sys::CUevent) = (std::ptr::null_mut(), std::ptr::null_mut());
-    let nonblocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-    let no_timing = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-    // SAFETY: every out-pointer is valid; the context is current.
-    unsafe {
-        check("cuModuleLoadData", sys::cuModuleLoadData(&mut module, ptx.as_ptr().cast()))?;
-        check("cuModuleGetFunction", sys::cuModuleGetFunction(&mut function, module, c"affine_u32".as_ptr()))?;
-        check("cuStreamCreate", sys::cuStreamCreateWithPriority(&mut a, nonblocking, 0))?;
-        check("cuStreamCreate", sys::cuStreamCreateWithPriority(&mut b, nonblocking, 0))?;
-        check("cuStreamCreate", sys::cuStreamCreateWithPriority(&mut pool, nonblocking, 0))?;
-        check("cuMemAlloc", sys::cuMemAlloc_v2(&mut x, words * 4))?;
-        check("cuMemAlloc", sys::cuMemAlloc_v2(&mut y, words * 4))?;
-        check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut pinned, words * 4, sys::CU_MEMHOSTALLOC_PORTABLE))?;
-        check("cuEventCreate", sys::cuEventCreate(&mut event, no_timing))?;
-        check("cuEventCreate", sys::cuEventCreate(&mut filled, no_timing))?;
-    }
-    let n = words as u32;
-    let one = 1u32;
-    // SAFETY: live streams of the current context.
-    let settle = || unsafe {
-        check("cuStreamSynchronize", sys::cuStreamSynchronize(a))?;
-        check("cuStreamSynchronize", sys::cuStreamSynchronize(b))
-    };
-    let mut costs = Vec::new();
-    for op in Op::ALL {
-        let count = op.count();
-        // SAFETY (every block below): live handles of the current context;
-        // launch parameters match affine_u32(uint*, uint, uint, uint) and it
-        // touches x[0..n); copies stay within the 4 KiB buffers; settle waits
-        // before anything is released.
-        let cost = match op {
-            Op::Launch | Op::LaunchToCompletion => per_op(
-                plan,
-                count,
-                |k| {
-                    for _ in 0..k {
-                        let mut params: [*mut c_void; 4] = [
-                            (&raw const x).cast_mut().cast(),
-                            (&raw const n).cast_mut().cast(),
-                            (&raw const one).cast_mut().cast(),
-                            (&raw const one).cast_mut().cast(),
-                        ];
-                        // SAFETY: see above.
-                        unsafe {
-                            check(
-                                "cuLaunchKernel",
-                                sys::cuLaunchKernel(
-                                    function,
-                                    1,
-                                    1,
-                                    1,
-                                    64,
-                                    1,
-                                    1,
-                                    0,
-                                    a,
-                                    params.as_mut_ptr(),
-                                    std::ptr::null_mut(),
-                                ),
-                            )?;
-                            if op == Op::LaunchToCompletion {
-                                check("cuStreamSynchronize", sys::cuStreamSynchronize(a))?;
-                            }
-                        }
-                    }
-                    Ok(())
-                },
-                settle,
-            )?,
-            Op::CopyH2d => per_op(
-                plan,
-                count,
-                |k| {
-                    (0..k).try_for_each(|_| {
-                        // SAFETY: as stated above the match.
-                        unsafe { check("cuMemcpyHtoDAsync", sys::cuMemcpyHtoDAsync_v2(x, pinned, words * 4, a)) }
-                    })
-                },
-                settle,
-            )?,
-            Op::CopyD2h => per_op(
-                plan,
-                count,
-                |k| {
-                    (0..k).try_for_each(|_| {
-                        // SAFETY: as stated above the match.
-                        unsafe { check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2(pinned, x, words * 4, a)) }
-                    })
-                },
-                settle,
-            )?,
-            Op::EventRecord => per_op(
-                plan,
-                count,
-                // SAFETY: see above.
-                |k| (0..k).try_for_each(|_| unsafe { check("cuEventRecord", sys::cuEventRecord(event, a)) }),
-                settle,
-            )?,
-            Op::CrossStreamPair => per_op(
-                plan,
-                count,
-                |k| {
-                    (0..k).try_for_each(|i| {
-                        // SAFETY: see above.
-                        unsafe {
-                            check("cuMemsetD32Async", sys::cuMemsetD32Async(x, i as u32, words, a))?;
-                            check("cuEventRecord", sys::cuEventRecord(filled, a))?;
-                            check("cuStreamWaitEvent", sys::cuStreamWaitEvent(b, filled, 0))?;
-                            check("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(y, x, words * 4, b))?;
-                            check("cuEventRecord", sys::cuEventRecord(event, b))
-                        }
-                    })
-                },
-                settle,
-            )?,
-            Op::AllocFree1M => per_op(
-                plan,
-                count,
-                |k| {
-                    (0..k).try_for_each(|_| {
-                        let mut ptr: sys::CUdeviceptr = 0;
-                        // SAFETY: see above; the same stream-ordered pair hetero uses.
-                        unsafe {
-                            check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut ptr, sizes::ALLOC_BYTES, pool))?;
-                            check("cuStreamSynchronize", sys::cuStreamSynchronize(pool))?;
-                            check("cuMemFreeAsync", sys::cuMemFreeAsync(ptr, pool))
-                        }
-                    })
-                },
-                // SAFETY: see above.
-                || unsafe { check("cuStreamSynchronize", sys::cuStreamSynchronize(pool)) },
-            )?,
-            Op::RoundTrip => per_op(
-                plan,
-                count,
-                |k| {
-                    let mut word = 0u32;
-                    (0..k).try_for_each(|_| {
-                        // SAFETY: see above; the word outlives the synchronised copy.
-                        unsafe {
-                            check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2((&raw mut word).cast(), x, 4, a))?;
-                            check("cuStreamSynchronize", sys::cuStreamSynchronize(a))
-                        }
-                    })
-                },
-                || Ok(()),
-            )?,
+///
+/// Invariant: every handle is live and of `ctx`'s primary context, which
+/// `_ctx` keeps; released once in `Drop`.
+struct Driver {
+    _ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+    function: sys::CUfunction,
+    streams: [sys::CUstream; 3],
+    x: sys::CUdeviceptr,
+    y: sys::CUdeviceptr,
+    pinned: *mut c_void,
+    events: [sys::CUevent; 2],
+}
+
+impl Driver {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self, Fail> {
+        let (source, arch) = source_and_arch(ctx)?;
+        let program = nvrtc::result::create_program(&CString::new(source)?, None)?;
+        // SAFETY: the program is live until destroyed below.
+        let ptx: Vec<c_char> = unsafe {
+            let compiled = nvrtc::result::compile_program(program, &[format!("--gpu-architecture={arch}")]);
+            let ptx = compiled.and_then(|()| nvrtc::result::get_ptx(program));
+            let _ = nvrtc::result::destroy_program(program);
+            ptx?
         };
-        costs.push((op, cost));
-    }
-    settle()?;
-    // SAFETY: everything is idle; each handle is released once.
-    unsafe {
-        let _ = sys::cuMemFree_v2(x);
-        let _ = sys::cuMemFree_v2(y);
-        let _ = sys::cuMemFreeHost(pinned);
-        let _ = sys::cuEventDestroy_v2(event);
-        let _ = sys::cuEventDestroy_v2(filled);
-        for s in [a, b, pool] {
-            let _ = sys::cuStreamDestroy_v2(s);
+        ctx.bind_to_thread()?;
+        let null: *mut c_void = std::ptr::null_mut();
+        let mut d = Driver {
+            _ctx: Arc::clone(ctx),
+            module: null.cast(),
+            function: null.cast(),
+            streams: [null.cast(); 3],
+            x: 0,
+            y: 0,
+            pinned: null,
+            events: [null.cast(); 2],
+        };
+        let words = sizes::WORDS;
+        let nonblocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        let untimed = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: every out-pointer is valid; the context is current.
+        unsafe {
+            check("cuModuleLoadData", sys::cuModuleLoadData(&mut d.module, ptx.as_ptr().cast()))?;
+            check("cuModuleGetFunction", sys::cuModuleGetFunction(&mut d.function, d.module, c"affine_u32".as_ptr()))?;
+            for s in &mut d.streams {
+                check("cuStreamCreate", sys::cuStreamCreateWithPriority(s, nonblocking, 0))?;
+            }
+            check("cuMemAlloc", sys::cuMemAlloc_v2(&mut d.x, words * 4))?;
+            check("cuMemAlloc", sys::cuMemAlloc_v2(&mut d.y, words * 4))?;
+            check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut d.pinned, words * 4, sys::CU_MEMHOSTALLOC_PORTABLE))?;
+            for e in &mut d.events {
+                check("cuEventCreate", sys::cuEventCreate(e, untimed))?;
+            }
         }
-        let _ = sys::cuModuleUnload(module);
+        Ok(d)
     }
-    Ok(PathResult { path: "raw", costs })
+}
+
+impl Path for Driver {
+    fn run(&mut self, op: Op, i: usize) -> Result<(), Fail> {
+        let ([a, b, pool], [event, filled]) = (self.streams, self.events);
+        let (x, y, words) = (self.x, self.y, sizes::WORDS);
+        let (n, one) = (words as u32, 1u32);
+        // SAFETY: live handles (type invariant); the launch parameters match
+        // affine_u32(uint*, uint, uint, uint), which touches x[0..n); copies
+        // stay within the 4 KiB buffers; the word outlives its waited copy.
+        unsafe {
+            match op {
+                Op::Launch | Op::LaunchToCompletion => {
+                    let mut params: [*mut c_void; 4] = [
+                        (&raw const x).cast_mut().cast(),
+                        (&raw const n).cast_mut().cast(),
+                        (&raw const one).cast_mut().cast(),
+                        (&raw const one).cast_mut().cast(),
+                    ];
+                    let launched = sys::cuLaunchKernel(
+                        self.function,
+                        1,
+                        1,
+                        1,
+                        64,
+                        1,
+                        1,
+                        0,
+                        a,
+                        params.as_mut_ptr(),
+                        std::ptr::null_mut(),
+                    );
+                    check("cuLaunchKernel", launched)?;
+                    if op == Op::LaunchToCompletion {
+                        check("cuStreamSynchronize", sys::cuStreamSynchronize(a))?;
+                    }
+                }
+                Op::CopyH2d => check("cuMemcpyHtoDAsync", sys::cuMemcpyHtoDAsync_v2(x, self.pinned, words * 4, a))?,
+                Op::CopyD2h => check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2(self.pinned, x, words * 4, a))?,
+                Op::EventRecord => check("cuEventRecord", sys::cuEventRecord(event, a))?,
+                Op::CrossStreamPair => {
+                    check("cuMemsetD32Async", sys::cuMemsetD32Async(x, i as u32, words, a))?;
+                    check("cuEventRecord", sys::cuEventRecord(filled, a))?;
+                    check("cuStreamWaitEvent", sys::cuStreamWaitEvent(b, filled, 0))?;
+                    check("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(y, x, words * 4, b))?;
+                    check("cuEventRecord", sys::cuEventRecord(event, b))?;
+                }
+                Op::AllocFree1M => {
+                    // The same stream-ordered pair hetero uses.
+                    let mut ptr: sys::CUdeviceptr = 0;
+                    check("cuMemAllocAsync", sys::cuMemAllocAsync(&mut ptr, sizes::ALLOC_BYTES, pool))?;
+                    check("cuStreamSynchronize", sys::cuStreamSynchronize(pool))?;
+                    check("cuMemFreeAsync", sys::cuMemFreeAsync(ptr, pool))?;
+                }
+                Op::RoundTrip => {
+                    let mut word = 0u32;
+                    check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2((&raw mut word).cast(), x, 4, a))?;
+                    check("cuStreamSynchronize", sys::cuStreamSynchronize(a))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self) -> Result<(), Fail> {
+        for s in self.streams {
+            // SAFETY: a live stream (type invariant).
+            check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(s) })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.settle();
+        // SAFETY: everything is idle; each handle is released once.
+        unsafe {
+            let _ = sys::cuMemFree_v2(self.x);
+            let _ = sys::cuMemFree_v2(self.y);
+            let _ = sys::cuMemFreeHost(self.pinned);
+            for e in self.events {
+                let _ = sys::cuEventDestroy_v2(e);
+            }
+            for s in self.streams {
+                let _ = sys::cuStreamDestroy_v2(s);
+            }
+            let _ = sys::cuModuleUnload(self.module);
+        }
+    }
 }
 
 /// The same operations through cudarc's safe API.
-fn safe(plan: Plan) -> Result<PathResult, String> {
-    let ctx = CudaContext::new(0).map_err(err)?;
-    let (source, arch) = source_and_arch(&ctx)?;
-    let options = nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={arch}")], ..Default::default() };
-    let ptx = nvrtc::compile_ptx_with_opts(source, options).map_err(err)?;
-    let function = ctx.load_module(ptx).map_err(err)?.load_function("affine_u32").map_err(err)?;
-    let (a, b) = (ctx.new_stream().map_err(err)?, ctx.new_stream().map_err(err)?);
-    let words = sizes::WORDS;
-    let mut x = a.alloc_zeros::<u32>(words).map_err(err)?;
-    let mut y = a.alloc_zeros::<u32>(words).map_err(err)?;
-    // SAFETY: zeroed below before any use.
-    let mut pinned =
-        unsafe { ctx.alloc_pinned_with_flags::<u32>(words, sys::CU_MEMHOSTALLOC_PORTABLE) }.map_err(err)?;
-    pinned.as_mut_slice().map_err(err)?.fill(0);
-    let event = ctx.new_event(None).map_err(err)?;
-    let n = words as u32;
-    let one = 1u32;
-    let config = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
-    let settle = || a.synchronize().and_then(|()| b.synchronize()).map_err(err);
-    let mut costs = Vec::new();
-    for op in Op::ALL {
-        let count = op.count();
-        let cost = match op {
-            Op::Launch | Op::LaunchToCompletion => per_op(
-                plan,
-                count,
-                |k| {
-                    for _ in 0..k {
-                        let mut builder = a.launch_builder(&function);
-                        builder.arg(&mut x).arg(&n).arg(&one).arg(&one);
-                        // SAFETY: the arguments match affine_u32 and it touches x[0..n).
-                        unsafe { builder.launch(config) }.map_err(err)?;
-                        if op == Op::LaunchToCompletion {
-                            a.synchronize().map_err(err)?;
-                        }
-                    }
-                    Ok(())
-                },
-                settle,
-            )?,
-            Op::CopyH2d => {
-                per_op(plan, count, |k| (0..k).try_for_each(|_| a.memcpy_htod(&pinned, &mut x).map_err(err)), settle)?
-            }
-            Op::CopyD2h => {
-                per_op(plan, count, |k| (0..k).try_for_each(|_| a.memcpy_dtoh(&x, &mut pinned).map_err(err)), settle)?
-            }
-            Op::EventRecord => per_op(plan, count, |k| (0..k).try_for_each(|_| event.record(&a).map_err(err)), settle)?,
-            Op::CrossStreamPair => per_op(
-                plan,
-                count,
-                |k| {
-                    (0..k).try_for_each(|_| {
-                        a.memset_zeros(&mut x).map_err(err)?;
-                        b.memcpy_dtod(&x, &mut y).map_err(err)
-                    })
-                },
-                settle,
-            )?,
-            Op::AllocFree1M => per_op(
-                plan,
-                count,
-                // SAFETY: the memory is never read.
-                |k| (0..k).try_for_each(|_| unsafe { a.alloc::<u8>(sizes::ALLOC_BYTES) }.map(drop).map_err(err)),
-                settle,
-            )?,
-            Op::RoundTrip => per_op(
-                plan,
-                count,
-                |k| {
-                    let mut word = [0u32; 1];
-                    (0..k).try_for_each(|_| {
-                        a.memcpy_dtoh(&x.slice(0..1), &mut word).map_err(err)?;
-                        a.synchronize().map_err(err)
-                    })
-                },
-                || Ok(()),
-            )?,
-        };
-        costs.push((op, cost));
+struct Safe {
+    function: CudaFunction,
+    a: Arc<CudaStream>,
+    b: Arc<CudaStream>,
+    x: CudaSlice<u32>,
+    y: CudaSlice<u32>,
+    pinned: PinnedHostSlice<u32>,
+    event: CudaEvent,
+}
+
+impl Safe {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self, Fail> {
+        let (source, arch) = source_and_arch(ctx)?;
+        let options =
+            nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={arch}")], ..Default::default() };
+        let ptx = nvrtc::compile_ptx_with_opts(source, options)?;
+        let function = ctx.load_module(ptx)?.load_function("affine_u32")?;
+        let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+        let (x, y) = (a.alloc_zeros::<u32>(sizes::WORDS)?, a.alloc_zeros::<u32>(sizes::WORDS)?);
+        // SAFETY: zeroed below before any use.
+        let mut pinned = unsafe { ctx.alloc_pinned_with_flags::<u32>(sizes::WORDS, sys::CU_MEMHOSTALLOC_PORTABLE) }?;
+        pinned.as_mut_slice()?.fill(0);
+        let event = ctx.new_event(None)?;
+        Ok(Self { function, a, b, x, y, pinned, event })
     }
-    settle()?;
-    Ok(PathResult { path: "cudarc", costs })
+}
+
+impl Path for Safe {
+    fn run(&mut self, op: Op, _i: usize) -> Result<(), Fail> {
+        let Safe { function, a, b, x, y, pinned, event } = self;
+        match op {
+            Op::Launch | Op::LaunchToCompletion => {
+                let (n, one) = (sizes::WORDS as u32, 1u32);
+                let config = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+                let mut builder = a.launch_builder(function);
+                builder.arg(&mut *x).arg(&n).arg(&one).arg(&one);
+                // SAFETY: the arguments match affine_u32, which touches x[0..n).
+                unsafe { builder.launch(config) }?;
+                if op == Op::LaunchToCompletion {
+                    a.synchronize()?;
+                }
+            }
+            Op::CopyH2d => a.memcpy_htod(&*pinned, x)?,
+            Op::CopyD2h => a.memcpy_dtoh(&*x, pinned)?,
+            Op::EventRecord => event.record(a)?,
+            Op::CrossStreamPair => {
+                a.memset_zeros(&mut *x)?;
+                b.memcpy_dtod(&*x, y)?;
+            }
+            // SAFETY: the memory is never read.
+            Op::AllocFree1M => drop(unsafe { a.alloc::<u8>(sizes::ALLOC_BYTES) }?),
+            Op::RoundTrip => {
+                a.memcpy_dtoh(&x.slice(0..1), &mut [0u32; 1])?;
+                a.synchronize()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self) -> Result<(), Fail> {
+        self.a.synchronize()?;
+        Ok(self.b.synchronize()?)
+    }
 }

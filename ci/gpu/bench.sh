@@ -11,9 +11,6 @@ backends=${1:-cuda,hip,opencl}
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
 exec > >(tee -a "$out/bench.log") 2>&1
-echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -11,9 +11,6 @@ size=${1:-medium}
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
 exec > >(tee -a "$out/run.log") 2>&1
-echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 backends_for_env=hip
 source ci/gpu/env.sh
 HETERO_REQUIRE=host,opencl,cuda,hip timeout 500 .gpu/bin/conform --backend all --size "$size" \

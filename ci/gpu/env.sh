@@ -1,7 +1,10 @@
 # Sourced by the GPU scripts (from the repository root, .gpu/ carried):
 # makes OpenCL find NVIDIA's driver, and, when $backends_for_env names hip,
 # builds the HIP-on-NVIDIA harness and points ROCM_PATH at it.
-# Sets $work (a scratch folder).
+# Sets $work (a scratch folder). Prints the machine first, for the log.
+echo "== machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 # OpenCL: unpack the ICD loader and register NVIDIA's driver with it.
 work=$(mktemp -d)
 for deb in .gpu/deb/*.deb; do dpkg -x "$deb" "$work/root"; done

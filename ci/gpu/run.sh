@@ -19,10 +19,6 @@ bin=.gpu/bin
 log="$out/run.log"
 exec > >(tee -a "$log") 2>&1
 
-echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-
 backends_for_env=$backends
 source ci/gpu/env.sh
 
