@@ -216,7 +216,8 @@ impl Device for OpenClDevice {
         // the recording instead of that completion (timing would otherwise
         // include the idle gap).
         let event = match queue.last_event()? {
-            Some(last) if matches!(is_complete(&last, "record_event"), Ok(false)) => last,
+            // An unflushed command is pending without asking the driver.
+            Some(last) if queue.has_unflushed() || matches!(is_complete(&last, "record_event"), Ok(false)) => last,
             _ => {
                 // SAFETY: the queue is live; no wait list.
                 let raw = unsafe { enqueue_marker_with_wait_list(queue.queue.get(), 0, std::ptr::null()) };

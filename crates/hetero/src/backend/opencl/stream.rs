@@ -68,6 +68,12 @@ impl ClStream {
         Ok(())
     }
 
+    /// `true` when commands were enqueued since the last flush: the last of
+    /// them has not even reached the device, so it is pending.
+    pub(super) fn has_unflushed(&self) -> bool {
+        self.unflushed.load(Ordering::Acquire)
+    }
+
     /// A retained handle to the event of the last command, if it reports
     /// profiling times.
     pub(super) fn last_event(&self) -> Result<Option<Event>> {
