@@ -5,7 +5,7 @@
 
 use std::ptr::null_mut;
 
-use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
 use opencl3::kernel::Kernel;
@@ -34,8 +34,8 @@ fn find(name: &str) -> Result<Device, String> {
 }
 
 #[allow(deprecated)] // clCreateCommandQueue: the constructor every OpenCL 1.2+ platform has
-fn queue(context: &Context) -> Result<CommandQueue, String> {
-    CommandQueue::create_default(context, 0).map_err(err)
+fn queue(context: &Context, properties: u64) -> Result<CommandQueue, String> {
+    CommandQueue::create_default(context, properties).map_err(err)
 }
 
 /// Invariant: `pinned` points to the mapping of `_pinned_buffer` (`WORDS`
@@ -94,11 +94,19 @@ impl Path for Raw {
     }
 }
 
-/// Every operation of [`Op::ALL`] through raw OpenCL calls.
+/// Every operation of [`Op::ALL`] through raw OpenCL calls: on plain
+/// in-order queues (`raw`), and on queues with profiling enabled as
+/// hetero's are (`raw-prof`), which shows what profiling itself costs.
 pub fn run(name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
+    let plain = PathResult { path: "raw", costs: measure(&mut setup(name, 0)?, plan)? };
+    let profiled = measure(&mut setup(name, CL_QUEUE_PROFILING_ENABLE)?, plan)?;
+    Ok(vec![plain, PathResult { path: "raw-prof", costs: profiled }])
+}
+
+fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {
     let device = find(name)?;
     let context = Context::from_device(&device)?;
-    let (a, b) = (queue(&context)?, queue(&context)?);
+    let (a, b) = (queue(&context, properties)?, queue(&context, properties)?);
     let source = hetero::kernels::assemble(hetero::kernels::PRELUDE_OPENCL, hetero::kernels::UTIL);
     let program = Program::create_and_build_from_source(&context, &source, "-cl-std=CL1.2")?;
     let kernel = Kernel::create(&program, "affine_u32")?;
@@ -116,6 +124,5 @@ pub fn run(name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
     // SAFETY: a blocking map of the whole buffer; the pointer stays valid
     // while the buffer lives (it is never unmapped before the end).
     drop(unsafe { a.enqueue_map_buffer(&pinned_buffer, CL_BLOCKING, flags, 0, words * 4, &mut mapped, &[]) }?);
-    let mut path = Raw { context, a, b, kernel, x, y, _pinned_buffer: pinned_buffer, pinned: mapped.cast::<u32>() };
-    Ok(vec![PathResult { path: "raw", costs: measure(&mut path, plan)? }])
+    Ok(Raw { context, a, b, kernel, x, y, _pinned_buffer: pinned_buffer, pinned: mapped.cast::<u32>() })
 }
