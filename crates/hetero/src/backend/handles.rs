@@ -13,17 +13,19 @@ use crate::error::{Error, ErrorKind, Result};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Objects of one kind owned by one device, by id.
+/// Objects of one kind owned by one device, by id, and the released ones
+/// still busy (see [`Handles::retire`]).
 pub(crate) struct Handles<T> {
     backend: Backend,
     what: &'static str,
     map: Mutex<HashMap<u64, Arc<T>>>,
+    retired: Mutex<Vec<Arc<T>>>,
 }
 
 impl<T> Handles<T> {
     /// An empty table of objects described as `what` in errors (e.g. "stream").
     pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
-        Self { backend, what, map: Mutex::new(HashMap::new()) }
+        Self { backend, what, map: Mutex::new(HashMap::new()), retired: Mutex::new(Vec::new()) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<T>>> {
@@ -52,9 +54,23 @@ impl<T> Handles<T> {
         self.lock().remove(&id).ok_or_else(|| self.invalid(call, id))
     }
 
-    /// Removes and returns every object (for a device's drop).
+    /// Releases `id` without dropping a busy object: it is kept until
+    /// `busy` says otherwise (asked of every kept object at each call), or
+    /// until [`Handles::take_all`]. Streams use this: destroying one with
+    /// queued work could block, or free what that work still uses.
+    pub(crate) fn retire(&self, call: &'static str, id: u64, busy: impl Fn(&T) -> bool) -> Result<()> {
+        let object = self.remove(call, id)?;
+        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+        retired.push(object);
+        retired.retain(|o| busy(o));
+        Ok(())
+    }
+
+    /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
-        self.lock().drain().map(|(_, v)| v).collect()
+        let mut all: Vec<Arc<T>> = self.lock().drain().map(|(_, v)| v).collect();
+        all.append(&mut self.retired.lock().unwrap_or_else(PoisonError::into_inner));
+        all
     }
 
     fn invalid(&self, call: &'static str, id: u64) -> Error {

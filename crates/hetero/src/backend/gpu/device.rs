@@ -28,11 +28,6 @@ pub struct GpuDevice<R: Runtime> {
     poisoned: Mutex<Option<Error>>,
     /// Gate words of destroyed user events, freed when the device is dropped.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
-    /// Destroyed streams whose work may still run: really destroyed once
-    /// idle (checked at every `destroy_stream`), or at the device's drop
-    /// after its gates are open. Destroying a busy stream could block (HIP
-    /// allows it to).
-    retired_streams: Mutex<Vec<Arc<GpuStream<R>>>>,
     streams: Handles<GpuStream<R>>,
     events: Handles<GpuEvent<R>>,
     allocs: Handles<GpuMemory<R>>,
@@ -93,7 +88,6 @@ impl<R: Runtime> GpuDevice<R> {
             pool_stream,
             poisoned: Mutex::new(None),
             retired_gates: Mutex::new(Vec::new()),
-            retired_streams: Mutex::new(Vec::new()),
             streams: Handles::new(b, "stream"),
             events: Handles::new(b, "event"),
             allocs: Handles::new(b, "allocation"),
@@ -160,8 +154,7 @@ impl<R: Runtime> Drop for GpuDevice<R> {
         for event in &events {
             event.open();
         }
-        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
-        let streams: Vec<_> = self.streams.take_all().into_iter().chain(retired).collect();
+        let streams = self.streams.take_all();
         if self.enter().is_ok() {
             // Wait for this device's own streams only: with its gates open
             // they finish, whatever other devices sharing the GPU (CUDA's
@@ -206,14 +199,13 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
-        retired.push(stream);
-        if self.enter().is_ok() {
-            // SAFETY: live streams of this device, which is current; a query never blocks.
-            retired.retain(|s| !matches!(unsafe { self.runtime.stream_query(s.raw) }, Ok(true)));
-        }
-        Ok(())
+        // A busy stream is kept until idle, or until the device's drop (after
+        // its gates open): destroying a busy stream could block (HIP allows it to).
+        let entered = self.enter().is_ok();
+        self.streams.retire("destroy_stream", stream.0, |s| {
+            // SAFETY: a live stream of this device, current when entered; a query never blocks.
+            !entered || !matches!(unsafe { self.runtime.stream_query(s.raw) }, Ok(true))
+        })
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {

@@ -1,7 +1,7 @@
 //! [`HostDevice`]: the handle tables and the [`Device`] implementation.
 
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -26,10 +26,6 @@ pub struct HostDevice {
     info: DeviceInfo,
     memory_limit: u64,
     streams: Handles<HostStream>,
-    /// Destroyed streams whose work may still run: dropped once idle
-    /// (checked at every `destroy_stream`), or waited for at the device's
-    /// drop, since their copies may read pinned memory the device frees.
-    retired_streams: Mutex<Vec<Arc<HostStream>>>,
     events: Handles<HostEvent>,
     allocs: Handles<HostMemory>,
     modules: Handles<HostModule>,
@@ -65,7 +61,6 @@ impl HostDevice {
             },
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),
-            retired_streams: Mutex::new(Vec::new()),
             events: Handles::new(Backend::Host, "event"),
             allocs: Handles::new(Backend::Host, "allocation"),
             modules: Handles::new(Backend::Host, "module"),
@@ -121,8 +116,7 @@ impl Drop for HostDevice {
         for event in self.events.take_all() {
             event.release_gate();
         }
-        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
-        for stream in self.streams.take_all().into_iter().chain(retired) {
+        for stream in self.streams.take_all() {
             let _ = stream.synchronize();
         }
     }
@@ -144,13 +138,9 @@ impl Device for HostDevice {
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        // Queued work still runs; the worker exits once the queue is drained
-        // and the last Arc (ours, or one held by a concurrent call) is gone.
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
-        retired.retain(|s| !matches!(s.query(), Ok(true)));
-        retired.push(stream);
-        Ok(())
+        // Queued work still runs; a busy stream is kept (its copies may read
+        // pinned memory the device frees at its drop, which waits for it).
+        self.streams.retire("destroy_stream", stream.0, |s| !matches!(s.query(), Ok(true)))
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use opencl3::command_queue::{
     CommandQueue, enqueue_barrier_with_wait_list, enqueue_copy_buffer, enqueue_fill_buffer,
@@ -37,9 +37,6 @@ pub struct OpenClDevice {
     base_align: usize,
     /// Maps and unmaps pinned buffers; runs nothing else.
     mapper: Arc<CommandQueue>,
-    /// Destroyed streams whose queued work may still run; finished (and
-    /// released) once idle, or at the latest when the device is dropped.
-    retired_streams: Mutex<Vec<Arc<ClStream>>>,
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
     allocs: Handles<ClMemory>,
@@ -87,7 +84,6 @@ impl OpenClDevice {
         let mapper = Arc::new(stream::create(&context)?);
         Ok(Self {
             mapper,
-            retired_streams: Mutex::new(Vec::new()),
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -167,11 +163,8 @@ impl Device for OpenClDevice {
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
-        let stream = self.streams.remove("destroy_stream", stream.0)?;
-        let mut retired = self.retired_streams.lock().unwrap_or_else(PoisonError::into_inner);
-        retired.retain(|s| !matches!(s.is_idle(), Ok(true)));
-        retired.push(stream);
-        Ok(())
+        // A busy queue is kept until idle, or until the device's drop finishes it.
+        self.streams.retire("destroy_stream", stream.0, |s| !matches!(s.is_idle(), Ok(true)))
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
@@ -515,8 +508,7 @@ impl Drop for OpenClDevice {
                 let _ = open_gate(&event, "drop");
             }
         }
-        let retired = std::mem::take(self.retired_streams.get_mut().unwrap_or_else(PoisonError::into_inner));
-        for stream in self.streams.take_all().into_iter().chain(retired) {
+        for stream in self.streams.take_all() {
             let _ = stream.finish();
         }
     }
