@@ -74,16 +74,15 @@ impl<D: Device> Shared<D> {
         retired.retain_mut(|r| {
             // An event whose query fails (a faulted or lost device) keeps its
             // allocation retired: the device's drop deals with it.
-            let mut done = Vec::new();
-            r.pending.retain(|&e| {
+            let Retired { pending, spare, .. } = r;
+            pending.retain(|&e| {
                 // SAFETY: the events are owned here (type invariant).
                 let complete = matches!(unsafe { self.device.query_event(e) }, Ok(true));
                 if complete {
-                    done.push(e);
+                    spare.push(e);
                 }
                 !complete
             });
-            r.spare.append(&mut done);
             if !r.pending.is_empty() {
                 return true;
             }

@@ -289,7 +289,8 @@ impl<D: Device> Stream<D> {
     /// not be written), and finish in finite time.
     pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
         same_device(&self.device, &kernel.device, "launch")?;
-        config.validate(self.device.info(), "launch")?;
+        // The shape is validated by the backend (`LaunchConfig::validate`, the
+        // same check and message everywhere), before anything is enqueued.
         kernel.check_arg_count(args.len())?;
         let views: Vec<&View<'_, D>> = args
             .iter()

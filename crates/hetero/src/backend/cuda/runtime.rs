@@ -20,8 +20,6 @@ pub struct Cuda {
     context: sys::CUcontext,
     /// Compute capability (major, minor).
     capability: (i32, i32),
-    /// `sm_XY` of the device, for NVRTC.
-    arch: String,
 }
 
 // SAFETY: driver handles may be used from any thread; the fields never change.
@@ -41,12 +39,11 @@ impl Cuda {
         let mut context: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: context is a valid out-pointer; released in Drop.
         check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
-        let mut cuda = Self { device, context, capability: (0, 0), arch: String::new() };
+        let mut cuda = Self { device, context, capability: (0, 0) };
         use sys::CUdevice_attribute::*;
         let major = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
         cuda.capability = (major, minor);
-        cuda.arch = format!("sm_{major}{minor}");
         Ok(cuda)
     }
 
@@ -328,7 +325,8 @@ impl Runtime for Cuda {
     }
 
     fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
-        super::compile::compile(source, &self.arch)
+        let (major, minor) = self.capability;
+        super::compile::compile(source, &format!("sm_{major}{minor}"))
     }
 
     unsafe fn module_load(&self, image: &[c_char]) -> Result<sys::CUmodule> {
