@@ -5,7 +5,9 @@
 //! This crate calls vendor APIs directly (the raw baselines in `raw_*.rs`):
 //! it is the one place outside `crates/hetero/src/backend/` that may.
 
+mod growth;
 mod measure;
+mod pull;
 #[cfg(feature = "cuda")]
 mod raw_cuda;
 #[cfg(feature = "hip")]
@@ -90,8 +92,13 @@ impl Op {
 /// The costs of one way of doing the operations (`hetero`, `raw`, ...).
 #[derive(Debug, serde::Serialize)]
 pub struct PathResult {
-    /// `hetero` (typed layer), `raw` (the vendor's C API) or `cudarc` (its safe API).
+    /// `hetero` (typed layer, streams with timing), `hetero-untimed` (streams
+    /// without), `raw` (the vendor's C API), `raw-prof` (OpenCL on profiling
+    /// queues) or `cudarc` (its safe API).
     pub path: &'static str,
+    /// The hetero path this vendor path is compared with (the same kind of
+    /// stream); the typed paths name themselves.
+    pub against: &'static str,
     /// Cost per operation; a path may measure only some operations.
     pub costs: Vec<(Op, Cost)>,
 }
@@ -102,6 +109,10 @@ struct DeviceResult {
     device: String,
     platform: String,
     paths: Vec<PathResult>,
+    /// Host cost per pull-shaped batch, first and last thousand.
+    growth: Option<growth::Growth>,
+    /// The conformance pull workload's device time per batch.
+    pull: Vec<pull::PullCost>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -121,6 +132,12 @@ struct Cli {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
+    /// Size of the conformance pull workload to time per batch.
+    #[arg(long, value_enum, default_value = "small")]
+    pull_size: conformance::workloads::Size,
+    /// Groups of 1000 batches in the growth measurement (first vs last).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(2..=1000))]
+    growth_groups: u16,
 }
 
 fn main() -> ExitCode {
@@ -147,11 +164,23 @@ fn main() -> ExitCode {
             device: info.name.clone(),
             platform: info.platform.clone(),
             paths: Vec::new(),
+            growth: None,
+            pull: Vec::new(),
             errors: Vec::new(),
         };
-        match typed::run(&ctx, plan) {
-            Ok(costs) => result.paths.push(PathResult { path: "hetero", costs }),
-            Err(e) => result.errors.push(format!("hetero: {e}")),
+        for (path, timing) in [("hetero", true), ("hetero-untimed", false)] {
+            match typed::run(&ctx, plan, timing) {
+                Ok(costs) => result.paths.push(PathResult { path, against: path, costs }),
+                Err(e) => result.errors.push(format!("{path}: {e}")),
+            }
+        }
+        match growth::run(&ctx, usize::from(cli.growth_groups)) {
+            Ok(g) => result.growth = Some(g),
+            Err(e) => result.errors.push(format!("growth: {e}")),
+        }
+        match pull::run(&ctx, cli.pull_size) {
+            Ok(p) => result.pull = p,
+            Err(e) => result.errors.push(format!("pull: {e}")),
         }
         drop(ctx);
         match raw(backend, &info.name, plan) {
@@ -161,6 +190,7 @@ fn main() -> ExitCode {
         print_table(&result);
         results.push(result);
     }
+    print_across(&results);
     if let Some(path) = &cli.json {
         let report = serde_json::json!({
             "schema_version": 1,
@@ -194,34 +224,83 @@ fn raw(backend: Backend, name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail
 
 fn print_table(result: &DeviceResult) {
     println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
-    let header: Vec<&str> = result.paths.iter().map(|p| p.path).collect();
     print!("{:<20}", "operation");
-    for h in &header {
-        print!(" {h:>10}");
+    for p in &result.paths {
+        print!(" {:>14}", p.path);
     }
-    for h in header.iter().skip(1) {
-        print!(" {:>12}", format!("hetero/{h}"));
+    let vendor: Vec<&PathResult> = result.paths.iter().filter(|p| p.against != p.path).collect();
+    for p in &vendor {
+        print!(" {:>24}", format!("{}/{}", p.against, p.path));
     }
     println!();
     for op in Op::ALL {
-        let cost = |p: &PathResult| p.costs.iter().find(|(o, _)| *o == op).map(|(_, c)| c.median_us);
         print!("{:<20}", op.name());
         for p in &result.paths {
-            match cost(p) {
-                Some(us) => print!(" {us:>10.2}"),
-                None => print!(" {:>10}", "-"),
+            match cost(p, op) {
+                Some(us) => print!(" {us:>14.2}"),
+                None => print!(" {:>14}", "-"),
             }
         }
-        let ours = result.paths.first().and_then(cost);
-        for p in result.paths.iter().skip(1) {
-            match (ours, cost(p)) {
-                (Some(a), Some(b)) if b > 0.0 => print!(" {:>11.2}x", a / b),
-                _ => print!(" {:>12}", "-"),
+        for p in &vendor {
+            let ours = result.paths.iter().find(|h| h.path == p.against).and_then(|h| cost(h, op));
+            match (ours, cost(p, op)) {
+                (Some(a), Some(b)) if b > 0.0 => print!(" {:>23.2}x", a / b),
+                _ => print!(" {:>24}", "-"),
             }
         }
         println!();
     }
+    if let Some(g) = &result.growth {
+        println!(
+            "growth: {} pull-shaped batches on 4 untimed streams: first thousand {:.2} us/batch, last {:.2} ({:.2}x)",
+            g.batches, g.first_us, g.last_us, g.ratio
+        );
+    }
+    for p in &result.pull {
+        println!(
+            "pull {}: {:.0} batches, {:.3} device ms, {:.1} us/batch ({:.1} us/batch with per-operation events)",
+            p.variant, p.batches, p.device_ms, p.us_per_batch, p.instrumented_us_per_batch
+        );
+    }
     for e in &result.errors {
         println!("error: {e}");
+    }
+}
+
+/// The device's backend and its path named `path`.
+fn find<'a>(result: &'a DeviceResult, path: &str) -> Option<(String, &'a PathResult)> {
+    result.paths.iter().find(|p| p.path == path).map(|p| (result.backend.clone(), p))
+}
+
+/// The median cost of `op` through `path`, if it measured it.
+fn cost(path: &PathResult, op: Op) -> Option<f64> {
+    path.costs.iter().find(|(o, _)| *o == op).map(|(_, c)| c.median_us)
+}
+
+/// hetero's cost on every device over its cost on the first, per operation
+/// (e.g. HIP and OpenCL against CUDA on one GPU), for the same kind of stream.
+fn print_across(results: &[DeviceResult]) {
+    let Some(first) = results.first() else { return };
+    if results.len() < 2 {
+        return;
+    }
+    for path in ["hetero", "hetero-untimed"] {
+        let Some((base_name, base)) = find(first, path) else { continue };
+        let others: Vec<(String, &PathResult)> = results[1..].iter().filter_map(|r| find(r, path)).collect();
+        print!("\n{path}: cost over {base_name}'s\n{:<20}", "operation");
+        for (name, _) in &others {
+            print!(" {name:>10}");
+        }
+        println!();
+        for op in Op::ALL {
+            print!("{:<20}", op.name());
+            for (_, p) in &others {
+                match (cost(p, op), cost(base, op)) {
+                    (Some(a), Some(b)) if b > 0.0 => print!(" {:>9.2}x", a / b),
+                    _ => print!(" {:>10}", "-"),
+                }
+            }
+            println!();
+        }
     }
 }

@@ -32,10 +32,10 @@ fn source_and_arch(ctx: &CudaContext) -> Result<(String, String), Fail> {
 pub fn run(plan: Plan) -> Result<Vec<PathResult>, Fail> {
     let ctx = CudaContext::new(0)?;
     let mut driver = Driver::new(&ctx)?;
-    let raw = PathResult { path: "raw", costs: measure(&mut driver, plan)? };
+    let raw = PathResult { path: "raw", against: "hetero", costs: measure(&mut driver, plan)? };
     drop(driver);
     let mut safe = Safe::new(&ctx)?;
-    Ok(vec![raw, PathResult { path: "cudarc", costs: measure(&mut safe, plan)? }])
+    Ok(vec![raw, PathResult { path: "cudarc", against: "hetero", costs: measure(&mut safe, plan)? }])
 }
 
 /// The raw driver calls hetero's backend makes, without hetero.

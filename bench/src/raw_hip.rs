@@ -181,5 +181,5 @@ impl Drop for Raw {
 /// Every operation of [`Op::ALL`] through raw HIP calls.
 pub fn run(plan: Plan) -> Result<Vec<PathResult>, Fail> {
     let mut raw = Raw::new()?;
-    Ok(vec![PathResult { path: "raw", costs: measure(&mut raw, plan)? }])
+    Ok(vec![PathResult { path: "raw", against: "hetero", costs: measure(&mut raw, plan)? }])
 }

@@ -95,12 +95,13 @@ impl Path for Raw {
 }
 
 /// Every operation of [`Op::ALL`] through raw OpenCL calls: on plain
-/// in-order queues (`raw`), and on queues with profiling enabled as
-/// hetero's are (`raw-prof`), which shows what profiling itself costs.
+/// in-order queues (`raw`, compared with hetero's streams without timing),
+/// and on queues with profiling enabled (`raw-prof`, compared with hetero's
+/// default, timed streams), which shows what profiling itself costs.
 pub fn run(name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
-    let plain = PathResult { path: "raw", costs: measure(&mut setup(name, 0)?, plan)? };
+    let plain = PathResult { path: "raw", against: "hetero-untimed", costs: measure(&mut setup(name, 0)?, plan)? };
     let profiled = measure(&mut setup(name, CL_QUEUE_PROFILING_ENABLE)?, plan)?;
-    Ok(vec![plain, PathResult { path: "raw-prof", costs: profiled }])
+    Ok(vec![plain, PathResult { path: "raw-prof", against: "hetero", costs: profiled }])
 }
 
 fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {

@@ -49,13 +49,15 @@ impl Path for Typed<'_> {
     }
 }
 
-/// Every operation of [`Op::ALL`] through the typed layer of `ctx`.
-pub fn run(ctx: &Context, plan: Plan) -> Result<Vec<(Op, Cost)>, Fail> {
+/// Every operation of [`Op::ALL`] through the typed layer of `ctx`, on
+/// streams with timing (`Context::stream`) or without.
+pub fn run(ctx: &Context, plan: Plan, timing: bool) -> Result<Vec<(Op, Cost)>, Fail> {
+    let stream = || if timing { ctx.stream() } else { ctx.untimed_stream() };
     let mut path = Typed {
         ctx,
         kernel: ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?,
-        a: ctx.stream()?,
-        b: ctx.stream()?,
+        a: stream()?,
+        b: stream()?,
         x: ctx.alloc::<u32>(sizes::WORDS)?,
         y: ctx.alloc::<u32>(sizes::WORDS)?,
         pinned: ctx.alloc_pinned::<u32>(sizes::WORDS)?,

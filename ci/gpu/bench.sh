@@ -15,4 +15,4 @@ backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh
 echo "== bench --backend $backends"
-timeout 400 .gpu/bin/bench --backend "$backends" --rounds 9 --json "$out/bench.json"
+timeout 500 .gpu/bin/bench --backend "$backends" --rounds 9 --pull-size large --json "$out/bench.json"

@@ -45,6 +45,9 @@ pub struct Timeline<'a> {
     ctx: &'a Context,
     origin: Event,
     spans: Vec<Span>,
+    /// `false`: spans only run their enqueue (a run measured without
+    /// per-operation events, whose streams may not even be timed).
+    enabled: bool,
 }
 
 impl<'a> Timeline<'a> {
@@ -56,7 +59,13 @@ impl<'a> Timeline<'a> {
         for s in others {
             s.wait(&origin)?;
         }
-        Ok(Self { ctx, origin, spans: Vec::new() })
+        Ok(Self { ctx, origin, spans: Vec::new(), enabled: true })
+    }
+
+    /// A timeline that records nothing: its spans only enqueue, and
+    /// [`Timeline::finish`] gives no intervals.
+    pub fn off(ctx: &'a Context) -> Result<Self, hetero::Error> {
+        Ok(Self { ctx, origin: ctx.event()?, spans: Vec::new(), enabled: false })
     }
 
     /// Runs `enqueue` between two events on `stream`.
@@ -68,6 +77,9 @@ impl<'a> Timeline<'a> {
         kind: Kind,
         enqueue: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
+        if !self.enabled {
+            return enqueue();
+        }
         let (start, end) = (self.ctx.event()?, self.ctx.event()?);
         stream.record(&start)?;
         let value = enqueue()?;

@@ -189,10 +189,16 @@ struct Lane {
 }
 
 impl Lane {
-    fn new(ctx: &Context, max_jets: usize, max_constituents: usize, total_jets: usize) -> Result<Self, hetero::Error> {
+    fn new(
+        ctx: &Context,
+        stream: Stream,
+        max_jets: usize,
+        max_constituents: usize,
+        total_jets: usize,
+    ) -> Result<Self, hetero::Error> {
         let floats = |n| ctx.alloc::<f32>(n);
         Ok(Self {
-            stream: ctx.stream()?,
+            stream,
             counts: ctx.alloc(max_jets)?,
             offsets: ctx.alloc(max_jets)?,
             jet: [floats(max_jets)?, floats(max_jets)?, floats(max_jets)?],
@@ -303,11 +309,12 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let max_jets = batches.iter().map(|e| e.jets).max().unwrap_or(1);
     let max_constituents = batches.iter().map(|e| e.constituents).max().unwrap_or(0);
 
+    let shape = Shape { max_jets, max_constituents, total_jets };
+
     // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
     if let Some(&first) = batches.first() {
-        let mut lane = Lane::new(ctx, max_jets, max_constituents, total_jets)?;
-        let mut timeline = Timeline::new(ctx, &lane.stream, &[])?;
-        lane.enqueue(&Staging::Pinned(&staged), &kernel, first, &mut timeline, "warm-up")?;
+        let mut lane = Lane::new(ctx, ctx.untimed_stream()?, max_jets, max_constituents, total_jets)?;
+        lane.enqueue(&Staging::Pinned(&staged), &kernel, first, &mut Timeline::off(ctx)?, "warm-up")?;
         lane.stream.synchronize()?;
     }
     let mut outcomes = Vec::new();
@@ -318,40 +325,20 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     }
     for (name, lanes, pageable) in variants {
         let staging = if pageable { Staging::Pageable(&collisions) } else { Staging::Pinned(&staged) };
-        let mut lanes: Vec<Lane> =
-            (0..lanes).map(|_| Lane::new(ctx, max_jets, max_constituents, total_jets)).collect::<Result<_, _>>()?;
-        let start = ctx.event()?;
-        lanes[0].stream.record(&start)?;
-        for lane in &lanes[1..] {
-            lane.stream.wait(&start)?;
-        }
-        let count = lanes.len();
-        let others: Vec<&Stream> = lanes[1..].iter().map(|l| &l.stream).collect();
-        let mut timeline = Timeline::new(ctx, &lanes[0].stream, &others)?;
-        drop(others);
-        let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
-        for (i, &batch) in batches.iter().enumerate() {
-            lanes[i % count].enqueue(&staging, &kernel, batch, &mut timeline, &tracks[i % count])?;
-        }
-        let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
-        for (lane, end) in lanes.iter().zip(&ends) {
-            lane.stream.record(end)?;
-            lanes[0].stream.wait(end)?;
-        }
-        let stop = ctx.event()?;
-        lanes[0].stream.record(&stop)?;
-        stop.synchronize()?;
-        let ms = start.elapsed_ms(&stop)?;
-
-        let mut got = vec![0.0f32; 2 * total_jets];
-        for (i, e) in batches.iter().enumerate() {
-            let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
-            got[range.clone()].copy_from_slice(&lanes[i % count].out.host_slice()?[range]);
-        }
+        // Measured: lanes without timing and no per-operation events, so
+        // the time is what the work costs on every backend.
+        let (ms, got, _) = pass(ctx, lanes, &staging, &kernel, &batches, shape, false)?;
         env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
-        let verdict = elementwise(&got, &expect, |i| tolerance[i]);
-        let intervals = timeline.finish()?;
+        let mut verdict = elementwise(&got, &expect, |i| tolerance[i]);
+        // Instrumented: the same batches with events around every operation,
+        // for the copy/compute intervals and the overlap.
+        let (instrumented_ms, again, intervals) = pass(ctx, lanes, &staging, &kernel, &batches, shape, true)?;
+        let again_verdict = elementwise(&again, &expect, |i| tolerance[i]);
+        if verdict.passed() && !again_verdict.passed() {
+            verdict = again_verdict;
+        }
         let mut outcome = Outcome::new(name, verdict, Some(ms))
+            .metric("instrumented_ms", instrumented_ms)
             .metric("copy_ms", total_ms(&intervals, Kind::Copy))
             .metric("compute_ms", total_ms(&intervals, Kind::Kernel));
         if let Some(hidden) = hidden_copy_fraction(&intervals) {
@@ -363,10 +350,75 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
                 .with_output(super::Output::F32(got))
                 .metric("events", collisions.events.len() as f64)
                 .metric("batches", batches.len() as f64)
+                .metric("ms_per_batch", ms / batches.len().max(1) as f64)
                 .metric("jets_per_s", total_jets as f64 / (ms * 1e-3)),
         );
     }
     Ok(outcomes)
+}
+
+/// Buffer sizes of a lane.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    max_jets: usize,
+    max_constituents: usize,
+    total_jets: usize,
+}
+
+/// One run of every batch round-robin over `lanes` fresh lanes: device ms
+/// from a start event that every lane waits on to a stop event after all of
+/// them (on a timed stream of their own, so the lanes themselves need no
+/// timing), the pull vectors, and with `instrumented` the per-operation
+/// intervals (the lanes are then timed streams).
+fn pass(
+    ctx: &Context,
+    lanes: usize,
+    staging: &Staging<'_>,
+    kernel: &Kernel,
+    batches: &[EventRange],
+    shape: Shape,
+    instrumented: bool,
+) -> Result<(f64, Vec<f32>, Vec<crate::timeline::Interval>), Failure> {
+    let Shape { max_jets, max_constituents, total_jets } = shape;
+    let mut lanes: Vec<Lane> = (0..lanes)
+        .map(|_| {
+            let stream = if instrumented { ctx.stream()? } else { ctx.untimed_stream()? };
+            Lane::new(ctx, stream, max_jets, max_constituents, total_jets)
+        })
+        .collect::<Result<_, _>>()?;
+    let clock = ctx.stream()?;
+    let start = ctx.event()?;
+    clock.record(&start)?;
+    for lane in &lanes {
+        lane.stream.wait(&start)?;
+    }
+    let count = lanes.len();
+    let mut timeline = if instrumented {
+        let streams: Vec<&Stream> = lanes.iter().map(|l| &l.stream).collect();
+        Timeline::new(ctx, &clock, &streams)?
+    } else {
+        Timeline::off(ctx)?
+    };
+    let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
+    for (i, &batch) in batches.iter().enumerate() {
+        lanes[i % count].enqueue(staging, kernel, batch, &mut timeline, &tracks[i % count])?;
+    }
+    let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
+    for (lane, end) in lanes.iter().zip(&ends) {
+        lane.stream.record(end)?;
+        clock.wait(end)?;
+    }
+    let stop = ctx.event()?;
+    clock.record(&stop)?;
+    stop.synchronize()?;
+    let ms = start.elapsed_ms(&stop)?;
+
+    let mut got = vec![0.0f32; 2 * total_jets];
+    for (i, e) in batches.iter().enumerate() {
+        let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
+        got[range.clone()].copy_from_slice(&lanes[i % count].out.host_slice()?[range]);
+    }
+    Ok((ms, got, timeline.finish()?))
 }
 
 fn dump_inputs(env: &Env<'_>, c: &Collisions) -> Result<(), Failure> {

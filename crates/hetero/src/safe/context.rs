@@ -1,6 +1,7 @@
 //! [`Context`]: the entry to the typed layer for one device.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use bytemuck::Pod;
 
@@ -58,20 +59,27 @@ impl<D: Device> Context<D> {
         self.device.retired_count()
     }
 
-    /// A new non-blocking stream of default priority.
+    /// A new non-blocking stream of default priority whose events can be timed.
     pub fn stream(&self) -> Result<Stream<D>> {
-        self.stream_with(StreamFlags { non_blocking: true, priority: 0 })
+        self.stream_with(StreamFlags { non_blocking: true, ..StreamFlags::default() })
+    }
+
+    /// A new non-blocking stream whose events cannot be timed
+    /// ([`Event::elapsed_ms`] refuses them): each command may be cheaper
+    /// (see [`StreamFlags::timing`]). For hot loops that time nothing.
+    pub fn untimed_stream(&self) -> Result<Stream<D>> {
+        self.stream_with(StreamFlags { non_blocking: true, timing: false, ..StreamFlags::default() })
     }
 
     /// A new stream with explicit flags.
     pub fn stream_with(&self, flags: StreamFlags) -> Result<Stream<D>> {
         let id = self.device.create_stream(flags)?;
-        Ok(Stream { device: Arc::clone(&self.device), id })
+        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing })
     }
 
     /// A new event.
     pub fn event(&self) -> Result<Event<D>> {
-        Ok(Event { device: Arc::clone(&self.device), id: self.device.create_event()? })
+        Ok(Event { device: Arc::clone(&self.device), id: self.device.create_event()?, untimed: AtomicBool::new(false) })
     }
 
     /// A new host-completed gate event.

@@ -2,17 +2,20 @@
 //! that time the work between two of them on the device's own clock.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::same_device;
 use super::shared::Shared;
 use crate::AnyDevice;
 use crate::device::{Device, EventId};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 
 /// An event owned by the typed layer; released on drop.
 pub struct Event<D: Device = AnyDevice> {
     pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: EventId,
+    /// The latest recording was on a stream created without timing.
+    pub(crate) untimed: AtomicBool,
 }
 
 impl<D: Device> std::fmt::Debug for Event<D> {
@@ -34,9 +37,19 @@ impl<D: Device> Event<D> {
         unsafe { self.device.synchronize_event(self.id) }
     }
 
-    /// Milliseconds of device time from `self` to `end`; both must have completed.
+    /// Milliseconds of device time from `self` to `end`; both must have
+    /// completed, on streams created with timing ([`crate::StreamFlags::timing`]).
     pub fn elapsed_ms(&self, end: &Event<D>) -> Result<f64> {
         same_device(&self.device, &end.device, "elapsed_ms")?;
+        if self.untimed.load(Ordering::Relaxed) || end.untimed.load(Ordering::Relaxed) {
+            return Err(Error::new(
+                self.device.info().backend,
+                "elapsed_ms",
+                ErrorKind::InvalidHandle,
+                "an event was recorded on a stream created without timing; \
+                 record both events on streams made by `Context::stream` (or with `StreamFlags::timing`)",
+            ));
+        }
         // SAFETY: both events are owned by the typed layer.
         unsafe { self.device.elapsed_ms(self.id, end.id) }
     }

@@ -2,6 +2,7 @@
 //! cross-stream ordering (see the tracker module for the rules).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytemuck::Pod;
 
@@ -19,6 +20,8 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct Stream<D: Device = AnyDevice> {
     pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: StreamId,
+    /// Whether events recorded here can be timed ([`crate::StreamFlags::timing`]).
+    pub(crate) timing: bool,
 }
 
 impl<D: Device> std::fmt::Debug for Stream<D> {
@@ -142,7 +145,9 @@ impl<D: Device> Stream<D> {
     pub fn record(&self, event: &Event<D>) -> Result<()> {
         same_device(&self.device, &event.device, "record_event")?;
         // SAFETY: both are owned by the typed layer; a user's Event tracks no memory.
-        unsafe { self.device.record_event(event.id, self.id) }
+        unsafe { self.device.record_event(event.id, self.id) }?;
+        event.untimed.store(!self.timing, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Makes later work on this stream wait for `event` (no host block).

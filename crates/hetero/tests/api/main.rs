@@ -28,6 +28,7 @@ macro_rules! backend_tests {
             #[case::drop_defers_free(semantics::drop_defers_free_until_queued_work_is_done)]
             #[case::query_with_blocker(semantics::query_before_and_after_completion)]
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
+            #[case::untimed_stream(semantics::untimed_streams_order_but_refuse_timing)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
             #[case::copy_out_of_bounds(bad_input::copy_out_of_bounds)]
             #[case::copy_length_mismatch(bad_input::copy_length_mismatch)]

@@ -100,7 +100,7 @@ pub fn gated_two_stream_chain(ctx: &Context, seed: u64) {
 /// runs it (CUDA stages it synchronously), and the gate would never open.
 pub fn raw_event_wait_orders_streams(ctx: &Context) {
     let dev = ctx.device();
-    let flags = StreamFlags { non_blocking: true, priority: 0 };
+    let flags = StreamFlags { non_blocking: true, ..StreamFlags::default() };
     let (a, b) = (dev.create_stream(flags).unwrap(), dev.create_stream(flags).unwrap());
     let gate = dev.create_user_event().unwrap();
     let done = dev.create_event().unwrap();
@@ -237,6 +237,43 @@ pub fn elapsed_times_are_ordered(ctx: &Context) {
     let t02 = events[0].elapsed_ms(&events[2]).unwrap();
     assert!(t01 >= 0.0 && t12 >= 0.0, "negative interval: {t01} ms, {t12} ms");
     assert!(t02 >= t01 && t02 >= t12, "t02 = {t02} ms is shorter than a part ({t01} ms, {t12} ms)");
+}
+
+/// A stream created without timing orders work and events like any other
+/// (the OpenCL queue without profiling reuses its last command's event for a
+/// recording, even once it completed), and the typed layer refuses to time
+/// its events on every backend, so code that times works everywhere or
+/// nowhere.
+pub fn untimed_streams_order_but_refuse_timing(ctx: &Context) {
+    let kernel = affine(ctx);
+    let (untimed, timed) = (ctx.untimed_stream().unwrap(), ctx.stream().unwrap());
+    let mut x = ctx.alloc::<u32>(4096).unwrap();
+    untimed.fill(&mut x, 1).unwrap();
+    untimed.synchronize().unwrap();
+    // Recorded after the last command completed: still orders what follows.
+    let (done, later) = (ctx.event().unwrap(), ctx.event().unwrap());
+    untimed.record(&done).unwrap();
+    let gate = ctx.user_event().unwrap();
+    untimed.wait(&gate).unwrap();
+    launch_affine(&untimed, &kernel, &mut x, 3, 1);
+    untimed.record(&later).unwrap();
+    done.synchronize().unwrap(); // returns although the gate behind it is closed
+    assert!(!later.query().unwrap(), "a recording behind a closed gate completed");
+    timed.wait(&later).unwrap();
+    let mut y = ctx.alloc::<u32>(4096).unwrap();
+    gate.complete().unwrap();
+    timed.copy(&x, &mut y).unwrap();
+    let mut host = vec![0u32; 4096];
+    timed.copy_to_host(&y, &mut host).unwrap();
+    assert!(host.iter().all(|&v| v == 4), "copy did not wait for the untimed stream's kernel");
+    let err = done.elapsed_ms(&later).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidHandle, "{err}");
+    assert!(err.to_string().contains("without timing"), "{err}");
+    // Re-recorded on a timed stream, the same events time again.
+    timed.record(&done).unwrap();
+    timed.record(&later).unwrap();
+    later.synchronize().unwrap();
+    assert!(done.elapsed_ms(&later).unwrap() >= 0.0);
 }
 
 /// Host access to a pinned buffer waits for the copy that fills it.

@@ -158,7 +158,7 @@ impl Runtime for Cuda {
             return Ok(None);
         }
         // SAFETY: the context is current (the shared device entered it).
-        unsafe { self.stream_create(StreamFlags { non_blocking: true, priority: 0 }) }.map(Some)
+        unsafe { self.stream_create(StreamFlags { non_blocking: true, ..StreamFlags::default() }) }.map(Some)
     }
 
     fn keep_modules_alive(&self) -> Result<()> {

@@ -126,7 +126,7 @@ impl Runtime for Hip {
         // Whether the device has memory pools shows at the first
         // hipMallocAsync (mem_alloc falls back per allocation).
         // SAFETY: the device is current (the shared device entered it).
-        unsafe { self.stream_create(StreamFlags { non_blocking: true, priority: 0 }) }.map(Some)
+        unsafe { self.stream_create(StreamFlags { non_blocking: true, ..StreamFlags::default() }) }.map(Some)
     }
 
     fn keep_modules_alive(&self) -> Result<()> {

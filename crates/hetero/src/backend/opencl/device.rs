@@ -81,7 +81,7 @@ impl OpenClDevice {
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
         };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
-        let mapper = Arc::new(stream::create(&context)?);
+        let mapper = Arc::new(stream::create(&context, false)?);
         Ok(Self {
             mapper,
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
@@ -158,8 +158,8 @@ impl Device for OpenClDevice {
         &self.info
     }
 
-    fn create_stream(&self, _flags: StreamFlags) -> Result<StreamId> {
-        Ok(StreamId(self.streams.insert(ClStream::new(&self.context)?)))
+    fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
+        Ok(StreamId(self.streams.insert(ClStream::new(&self.context, flags.timing)?)))
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
@@ -207,8 +207,10 @@ impl Device for OpenClDevice {
         // The last command's event marks the same point as a marker after it,
         // while it is pending; once it completed, a marker gives the time of
         // the recording instead of that completion (timing would otherwise
-        // include the idle gap).
+        // include the idle gap). Without profiling, no time is ever read, so
+        // the last command's event serves even once complete.
         let event = match queue.last_event()? {
+            Some(last) if !queue.profiling() => last,
             // An unflushed command is pending without asking the driver.
             Some(last) if queue.has_unflushed() || matches!(is_complete(&last, "record_event"), Ok(false)) => last,
             _ => {

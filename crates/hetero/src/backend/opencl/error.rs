@@ -25,6 +25,9 @@ pub(super) fn cl_error(call: &'static str, code: i32) -> Error {
             ErrorKind::InvalidLaunch
         }
         codes::CL_INVALID_BUFFER_SIZE => ErrorKind::OutOfBounds,
+        // Timing an event of a queue created without profiling (a stream
+        // without timing), as CUDA answers for an event without timing.
+        codes::CL_PROFILING_INFO_NOT_AVAILABLE => ErrorKind::InvalidHandle,
         codes::DLOPEN_RUNTIME_LOAD_FAILED | codes::DLOPEN_FUNCTION_NOT_AVAILABLE | codes::CL_PLATFORM_NOT_FOUND_KHR => {
             ErrorKind::Unavailable
         }

@@ -1,4 +1,6 @@
-//! Streams of the OpenCL backend: in-order command queues with profiling.
+//! Streams of the OpenCL backend: in-order command queues, with profiling
+//! only for streams created with timing (on NVIDIA's driver profiling about
+//! doubles the host cost of every command).
 //!
 //! OpenCL only guarantees progress for flushed commands, but a `clFlush`
 //! after every enqueue costs several microseconds on some drivers (about
@@ -26,15 +28,28 @@ use crate::error::Result;
 /// were enqueued since its last flush.
 pub(super) struct ClStream {
     pub(super) queue: CommandQueue,
-    /// The last command's event, and whether it reports profiling times
-    /// (NVIDIA's driver gives none for barriers).
+    /// Whether the queue profiles its commands (the stream was created with timing).
+    profiling: bool,
+    /// The last command's event, and whether it may stand for a recording:
+    /// on a profiling queue only if it reports profiling times (NVIDIA's
+    /// driver gives none for barriers).
     last: Mutex<Option<(Event, bool)>>,
     unflushed: AtomicBool,
 }
 
 impl ClStream {
-    pub(super) fn new(context: &Context) -> Result<Self> {
-        Ok(Self { queue: create(context)?, last: Mutex::new(None), unflushed: AtomicBool::new(false) })
+    pub(super) fn new(context: &Context, profiling: bool) -> Result<Self> {
+        Ok(Self {
+            queue: create(context, profiling)?,
+            profiling,
+            last: Mutex::new(None),
+            unflushed: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the queue profiles its commands, so recordings can be timed.
+    pub(super) fn profiling(&self) -> bool {
+        self.profiling
     }
 
     /// Takes ownership of the event an enqueue returned and remembers the
@@ -55,7 +70,8 @@ impl ClStream {
 
     fn remember(&self, call: &'static str, event: std::result::Result<cl_event, i32>, timed: bool) -> Result<()> {
         let event = owned(call, event)?;
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((event, timed));
+        let reusable = timed || !self.profiling;
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some((event, reusable));
         self.unflushed.store(true, Ordering::Release);
         Ok(())
     }
@@ -74,8 +90,8 @@ impl ClStream {
         self.unflushed.load(Ordering::Acquire)
     }
 
-    /// A retained handle to the event of the last command, if it reports
-    /// profiling times.
+    /// A retained handle to the event of the last command, if it may stand
+    /// for a recording (see the `last` field).
     pub(super) fn last_event(&self) -> Result<Option<Event>> {
         let last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
         match last.as_ref() {
@@ -107,10 +123,11 @@ impl ClStream {
     }
 }
 
-/// An in-order queue with profiling enabled.
-pub(super) fn create(context: &Context) -> Result<CommandQueue> {
+/// An in-order queue, with profiling enabled if `profiling`.
+pub(super) fn create(context: &Context, profiling: bool) -> Result<CommandQueue> {
+    let properties = if profiling { CL_QUEUE_PROFILING_ENABLE } else { 0 };
     #[allow(deprecated)] // clCreateCommandQueue: the one constructor every OpenCL 1.2+ platform has
-    CommandQueue::create_default(context, CL_QUEUE_PROFILING_ENABLE).map_err(from_cl("clCreateCommandQueue"))
+    CommandQueue::create_default(context, properties).map_err(from_cl("clCreateCommandQueue"))
 }
 
 /// Takes ownership of the event an enqueue returned.

@@ -1,0 +1,86 @@
+//! Whether the cost of an operation grows with the number already done:
+//! batches shaped like the pull workload's (a copy in, a launch, a copy
+//! out) go round-robin to four streams through the typed layer, and the
+//! host time of each thousand is measured. A cost that grows (a table, a
+//! list or a word that only ever gets longer) shows as a last thousand
+//! slower than the first.
+
+use std::time::Instant;
+
+use hetero::{Context, DeviceBuffer, LaunchConfig, PinnedBuffer, Stream};
+
+use crate::measure::Fail;
+use crate::sizes;
+
+/// Batches per timed group.
+pub const GROUP: usize = 1000;
+
+/// Host microseconds per batch of the first and the last group, and of
+/// every group in order.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Growth {
+    /// Batches measured in all.
+    pub batches: usize,
+    /// Microseconds per batch, first group.
+    pub first_us: f64,
+    /// Microseconds per batch, last group.
+    pub last_us: f64,
+    /// `last_us / first_us`.
+    pub ratio: f64,
+    /// Microseconds per batch of each group.
+    pub groups_us: Vec<f64>,
+}
+
+struct Lane {
+    stream: Stream,
+    x: DeviceBuffer<u32>,
+    staged: PinnedBuffer<u32>,
+    out: PinnedBuffer<u32>,
+}
+
+/// `groups` groups of [`GROUP`] batches over four untimed streams; the
+/// device is drained (untimed) after each group, so every group starts
+/// from the same empty queues.
+pub fn run(ctx: &Context, groups: usize) -> Result<Growth, Fail> {
+    let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
+    let mut lanes = (0..4)
+        .map(|_| {
+            Ok(Lane {
+                stream: ctx.untimed_stream()?,
+                x: ctx.alloc(sizes::WORDS)?,
+                staged: ctx.pinned_from_slice(&[1u32; sizes::WORDS])?,
+                out: ctx.alloc_pinned(sizes::WORDS)?,
+            })
+        })
+        .collect::<Result<Vec<_>, hetero::Error>>()?;
+    let n = sizes::WORDS as u32;
+    let mut groups_us = Vec::with_capacity(groups);
+    for _ in 0..groups.max(1) {
+        let start = Instant::now();
+        for i in 0..GROUP {
+            let Lane { stream, x, staged, out } = &mut lanes[i % 4];
+            stream.copy(&*staged, &mut *x)?;
+            let xs = x.slice_mut(..)?;
+            // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
+            unsafe {
+                stream.launch(
+                    &kernel,
+                    LaunchConfig::linear(n.div_ceil(64), 64, 0),
+                    &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()],
+                )?;
+            }
+            stream.copy(&*x, &mut *out)?;
+        }
+        groups_us.push(start.elapsed().as_secs_f64() * 1e6 / GROUP as f64);
+        for lane in &lanes {
+            lane.stream.synchronize()?;
+        }
+    }
+    for lane in &lanes {
+        if lane.out.host_slice()?.iter().any(|&v| v != 4) {
+            return Err("growth: a batch computed a wrong result".into());
+        }
+    }
+    let (first_us, last_us) = (groups_us[0], groups_us[groups_us.len() - 1]);
+    Ok(Growth { batches: groups_us.len() * GROUP, first_us, last_us, ratio: last_us / first_us, groups_us })
+}
