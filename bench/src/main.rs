@@ -36,6 +36,11 @@ pub mod sizes {
 pub enum Op {
     /// Enqueue a one-block `affine_u32` launch.
     Launch,
+    /// The same launch with what hetero's tracking adds to it: raw paths
+    /// also record an untimed event after it and check the current device
+    /// (CUDA: `cuCtxGetCurrent`, HIP: `hipGetDevice`) before each call, as
+    /// hetero does; hetero and cudarc launch as in `Launch`.
+    LaunchTracked,
     /// Launch it and wait for it.
     LaunchToCompletion,
     /// Enqueue a 4 KiB copy from pinned memory to the device.
@@ -55,8 +60,9 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in table order.
-    pub const ALL: [Op; 8] = [
+    pub const ALL: [Op; 9] = [
         Op::Launch,
+        Op::LaunchTracked,
         Op::LaunchToCompletion,
         Op::CopyH2d,
         Op::CopyD2h,
@@ -69,7 +75,7 @@ impl Op {
     /// Operations per timed round.
     pub fn count(self) -> usize {
         match self {
-            Op::Launch | Op::CopyH2d | Op::CopyD2h | Op::EventRecord => 2000,
+            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyD2h | Op::EventRecord => 2000,
             Op::CrossStreamPair => 1000,
             Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip => 200,
         }
@@ -78,6 +84,7 @@ impl Op {
     fn name(self) -> &'static str {
         match self {
             Op::Launch => "launch (enqueue)",
+            Op::LaunchTracked => "launch + tracking",
             Op::LaunchToCompletion => "launch + wait",
             Op::CopyH2d => "4 KiB pinned H2D",
             Op::CopyD2h => "4 KiB pinned D2H",

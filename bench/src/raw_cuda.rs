@@ -107,7 +107,12 @@ impl Path for Driver {
         // stay within the 4 KiB buffers; the word outlives its waited copy.
         unsafe {
             match op {
-                Op::Launch | Op::LaunchToCompletion => {
+                Op::Launch | Op::LaunchTracked | Op::LaunchToCompletion => {
+                    let tracked = op == Op::LaunchTracked;
+                    let mut current: sys::CUcontext = std::ptr::null_mut();
+                    if tracked {
+                        check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+                    }
                     let mut params: [*mut c_void; 4] = [
                         (&raw const x).cast_mut().cast(),
                         (&raw const n).cast_mut().cast(),
@@ -128,6 +133,10 @@ impl Path for Driver {
                         std::ptr::null_mut(),
                     );
                     check("cuLaunchKernel", launched)?;
+                    if tracked {
+                        check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+                        check("cuEventRecord", sys::cuEventRecord(event, a))?;
+                    }
                     if op == Op::LaunchToCompletion {
                         check("cuStreamSynchronize", sys::cuStreamSynchronize(a))?;
                     }
@@ -219,7 +228,7 @@ impl Path for Safe {
     fn run(&mut self, op: Op, _i: usize) -> Result<(), Fail> {
         let Safe { function, a, b, x, y, pinned, event } = self;
         match op {
-            Op::Launch | Op::LaunchToCompletion => {
+            Op::Launch | Op::LaunchTracked | Op::LaunchToCompletion => {
                 let (n, one) = (sizes::WORDS as u32, 1u32);
                 let config = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
                 let mut builder = a.launch_builder(function);

@@ -99,7 +99,12 @@ impl Path for Raw {
         // stay within the 4 KiB buffers; the word outlives its waited copy.
         unsafe {
             match op {
-                Op::Launch | Op::LaunchToCompletion => {
+                Op::Launch | Op::LaunchTracked | Op::LaunchToCompletion => {
+                    let tracked = op == Op::LaunchTracked;
+                    let mut current = 0;
+                    if tracked {
+                        check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+                    }
                     let mut params: [*mut c_void; 4] = [
                         (&raw const x).cast_mut().cast(),
                         (&raw const n).cast_mut().cast(),
@@ -120,6 +125,10 @@ impl Path for Raw {
                         std::ptr::null_mut(),
                     );
                     check("hipModuleLaunchKernel", launched)?;
+                    if tracked {
+                        check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+                        check("hipEventRecord", hip::hipEventRecord(event, a))?;
+                    }
                     if op == Op::LaunchToCompletion {
                         check("hipStreamSynchronize", hip::hipStreamSynchronize(a))?;
                     }

@@ -60,7 +60,7 @@ impl Path for Raw {
         unsafe {
             let pinned = std::slice::from_raw_parts_mut(self.pinned, words);
             match op {
-                Op::Launch | Op::LaunchToCompletion => {
+                Op::Launch | Op::LaunchTracked | Op::LaunchToCompletion => {
                     self.kernel.set_arg(0, &self.x.get())?;
                     self.kernel.set_arg(1, &(words as u32))?;
                     self.kernel.set_arg(2, &1u32)?;

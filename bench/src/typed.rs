@@ -20,7 +20,7 @@ impl Path for Typed<'_> {
     fn run(&mut self, op: Op, i: usize) -> Result<(), Fail> {
         let Typed { ctx, kernel, a, b, x, y, pinned, event } = self;
         match op {
-            Op::Launch | Op::LaunchToCompletion => {
+            Op::Launch | Op::LaunchTracked | Op::LaunchToCompletion => {
                 let xs = x.slice_mut(..)?;
                 let n = sizes::WORDS as u32;
                 let config = LaunchConfig::linear(1, 64, 0);
