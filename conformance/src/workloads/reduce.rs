@@ -7,7 +7,8 @@
 //!
 //! Tolerance: `gamma(k) * sum|x_i|` (see [`crate::check`]) where `k` counts
 //! the float32 additions on the longest path from an input to the result:
-//! the thread's grid-stride loop, the block tree, and then either the
+//! the thread's grid-stride loop (four accumulators, joined by two
+//! additions), the block tree, and then either the
 //! second pass (loop plus tree) or the chain of atomic adds (one per block,
 //! in any order).
 
@@ -155,10 +156,13 @@ fn enqueue(
 /// Additions on the longest path from an input to the result (see module docs).
 pub fn additions(strategy: Strategy, threads: u32, len: usize) -> f64 {
     let blocks = blocks_for(len, threads).min(MAX_BLOCKS);
-    let per_thread = len.div_ceil(blocks as usize * threads as usize) as f64;
-    let first = per_thread + tree_depth(threads);
+    // A thread's loop over `per` elements: the first accumulator takes a
+    // quarter of the main loop and the whole tail (under four), then two
+    // additions join the four accumulators.
+    let chain = |per: usize| (per / 4 + per % 4 + 2) as f64;
+    let first = chain(len.div_ceil(blocks as usize * threads as usize)) + tree_depth(threads);
     match strategy {
-        Strategy::TwoPass => first + (blocks as usize).div_ceil(threads as usize) as f64 + tree_depth(threads),
+        Strategy::TwoPass => first + chain((blocks as usize).div_ceil(threads as usize)) + tree_depth(threads),
         Strategy::Atomic => first + f64::from(blocks),
     }
 }

@@ -12,13 +12,20 @@ fn thread_sums(block: &Block, args: &Args) -> Fault<Vec<f32>> {
     let first = block.idx[0] as usize * threads;
     (0..threads)
         .map(|tid| {
-            let mut acc = 0.0f32;
+            // The kernel's four accumulators, in its order of additions.
+            let mut acc = [0.0f32; 4];
             let mut i = first + tid;
+            while i + 3 * stride < n {
+                for (k, a) in acc.iter_mut().enumerate() {
+                    *a += input.get(i + k * stride)?;
+                }
+                i += 4 * stride;
+            }
             while i < n {
-                acc += input.get(i)?;
+                acc[0] += input.get(i)?;
                 i += stride;
             }
-            Ok(acc)
+            Ok((acc[0] + acc[1]) + (acc[2] + acc[3]))
         })
         .collect()
 }
