@@ -2,8 +2,10 @@
 //! batches shaped like the pull workload's (a copy in, a launch, a copy
 //! out) go round-robin to four streams through the typed layer, and the
 //! host time of each thousand is measured. A cost that grows (a table, a
-//! list or a word that only ever gets longer) shows as a last thousand
-//! slower than the first.
+//! list or a word that only ever gets longer) shows as the last thousands
+//! slower than the first. Medians of the first and the last few thousands
+//! are compared, so that one slow thousand (the machine, not the library)
+//! at either end does not read as growth.
 
 use std::time::Instant;
 
@@ -15,15 +17,17 @@ use crate::sizes;
 /// Batches per timed group.
 pub const GROUP: usize = 1000;
 
-/// Host microseconds per batch of the first and the last group, and of
-/// every group in order.
+/// Host microseconds per batch at the start and at the end, and of every
+/// group in order.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Growth {
     /// Batches measured in all.
     pub batches: usize,
-    /// Microseconds per batch, first group.
+    /// Groups at each end whose median is taken.
+    pub edge_groups: usize,
+    /// Microseconds per batch, median of the first `edge_groups` groups.
     pub first_us: f64,
-    /// Microseconds per batch, last group.
+    /// Microseconds per batch, median of the last `edge_groups` groups.
     pub last_us: f64,
     /// `last_us / first_us`.
     pub ratio: f64,
@@ -81,6 +85,22 @@ pub fn run(ctx: &Context, groups: usize) -> Result<Growth, Fail> {
             return Err("growth: a batch computed a wrong result".into());
         }
     }
-    let (first_us, last_us) = (groups_us[0], groups_us[groups_us.len() - 1]);
-    Ok(Growth { batches: groups_us.len() * GROUP, first_us, last_us, ratio: last_us / first_us, groups_us })
+    let edge_groups = (groups_us.len() / 4).clamp(1, 5);
+    let first_us = median(&groups_us[..edge_groups]);
+    let last_us = median(&groups_us[groups_us.len() - edge_groups..]);
+    Ok(Growth {
+        batches: groups_us.len() * GROUP,
+        edge_groups,
+        first_us,
+        last_us,
+        ratio: last_us / first_us,
+        groups_us,
+    })
+}
+
+/// The median of a non-empty slice (the upper one of an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
 }

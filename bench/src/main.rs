@@ -145,65 +145,103 @@ struct Cli {
     /// Groups of 1000 batches in the growth measurement (first vs last).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(2..=1000))]
     growth_groups: u16,
+    /// Runs of the pull workload per device, the devices taking turns (the median counts).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pull_repeats: u16,
 }
+
+/// A vendor path: its name, the hetero path it is compared with, the path.
+pub type RawPath = (&'static str, &'static str, Box<dyn measure::Path>);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let plan = Plan { warmup: usize::from(cli.warmup), rounds: usize::from(cli.rounds) };
     let backends = if cli.backend.is_empty() { hetero::compiled_backends() } else { cli.backend.clone() };
-    let mut results = Vec::new();
+    let mut contexts = Vec::new();
     for backend in backends {
-        let device = match hetero::backend_devices(backend) {
-            Ok(mut devices) => devices.remove(0),
-            Err(e) if cli.backend.is_empty() => {
-                println!("skipped: {e}");
-                continue;
-            }
+        match hetero::backend_devices(backend) {
+            Ok(mut devices) => contexts.push((backend, Context::new(devices.remove(0)))),
+            Err(e) if cli.backend.is_empty() => println!("skipped: {e}"),
             Err(e) => {
                 eprintln!("bench: cannot run: {e}");
                 return ExitCode::from(2);
             }
-        };
-        let ctx = Context::new(device);
-        let info = ctx.info().clone();
-        let mut result = DeviceResult {
-            backend: backend.name().to_string(),
-            device: info.name.clone(),
-            platform: info.platform.clone(),
-            paths: Vec::new(),
-            growth: None,
-            pull: Vec::new(),
-            errors: Vec::new(),
-        };
-        for (path, timing) in [("hetero", true), ("hetero-untimed", false)] {
-            match typed::run(&ctx, plan, timing) {
-                Ok(costs) => result.paths.push(PathResult { path, against: path, costs }),
-                Err(e) => result.errors.push(format!("{path}: {e}")),
+        }
+    }
+    let mut results: Vec<DeviceResult> = contexts
+        .iter()
+        .map(|(backend, ctx)| {
+            let info = ctx.info();
+            DeviceResult {
+                backend: backend.name().to_string(),
+                device: info.name.clone(),
+                platform: info.platform.clone(),
+                paths: Vec::new(),
+                growth: None,
+                pull: Vec::new(),
+                errors: Vec::new(),
+            }
+        })
+        .collect();
+
+    // Every path of every device, measured interleaved (measure.rs).
+    let mut entries = Vec::new();
+    for (at, (backend, ctx)) in contexts.iter().enumerate() {
+        for (name, timing) in [("hetero", true), ("hetero-untimed", false)] {
+            match typed::path(ctx, timing) {
+                Ok(path) => entries.push(measure::Entry::new(at, name, name, path)),
+                Err(e) => results[at].errors.push(format!("{name}: {e}")),
             }
         }
-        match growth::run(&ctx, usize::from(cli.growth_groups)) {
+        match raw(*backend, &ctx.info().name) {
+            Ok(paths) => entries
+                .extend(paths.into_iter().map(|(name, against, path)| measure::Entry::new(at, name, against, path))),
+            Err(e) => results[at].errors.push(format!("raw: {e}")),
+        }
+    }
+    measure::measure(&mut entries, plan);
+    for entry in entries {
+        let result = &mut results[entry.device];
+        match entry.error {
+            Some(e) => result.errors.push(format!("{}: {e}", entry.name)),
+            None => result.paths.push(PathResult { path: entry.name, against: entry.against, costs: entry.costs }),
+        }
+    }
+
+    for ((_, ctx), result) in contexts.iter().zip(&mut results) {
+        match growth::run(ctx, usize::from(cli.growth_groups)) {
             Ok(g) => result.growth = Some(g),
             Err(e) => result.errors.push(format!("growth: {e}")),
         }
-        match pull::run(&ctx, cli.pull_size) {
-            Ok(p) => result.pull = p,
-            Err(e) => result.errors.push(format!("pull: {e}")),
+    }
+    // Pull a few times, the devices in turn, so that a slow stretch of the
+    // machine does not land on one backend only; the median run counts.
+    let mut runs = vec![Vec::new(); contexts.len()];
+    for _ in 0..cli.pull_repeats {
+        for (at, (_, ctx)) in contexts.iter().enumerate() {
+            match pull::run(ctx, cli.pull_size) {
+                Ok(p) => runs[at].push(p),
+                Err(e) => results[at].errors.push(format!("pull: {e}")),
+            }
         }
-        drop(ctx);
-        match raw(backend, &info.name, plan) {
-            Ok(paths) => result.paths.extend(paths),
-            Err(e) => result.errors.push(format!("raw: {e}")),
-        }
-        print_table(&result);
-        results.push(result);
+    }
+    for (result, runs) in results.iter_mut().zip(runs) {
+        result.pull = pull::median(runs);
+    }
+    drop(contexts);
+
+    for result in &results {
+        print_table(result);
     }
     print_across(&results);
     if let Some(path) = &cli.json {
         let report = serde_json::json!({
-            "schema_version": 1,
+            "schema_version": 2,
             "unit": "microseconds of host time per operation (median of rounds)",
             "rounds": plan.rounds,
             "warmup": plan.warmup,
+            "interleaved": true,
+            "pull_repeats": cli.pull_repeats,
             "devices": results,
         });
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
@@ -216,15 +254,15 @@ fn main() -> ExitCode {
 }
 
 /// The vendor-API paths of `backend` on the device named `name`.
-fn raw(backend: Backend, name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
-    let _ = (name, plan);
+fn raw(backend: Backend, name: &str) -> Result<Vec<RawPath>, Fail> {
+    let _ = name;
     match backend {
         #[cfg(feature = "opencl")]
-        Backend::OpenCl => raw_opencl::run(name, plan),
+        Backend::OpenCl => raw_opencl::paths(name),
         #[cfg(feature = "cuda")]
-        Backend::Cuda => raw_cuda::run(plan),
+        Backend::Cuda => raw_cuda::paths(),
         #[cfg(feature = "hip")]
-        Backend::Hip => raw_hip::run(plan),
+        Backend::Hip => raw_hip::paths(),
         _ => Ok(Vec::new()),
     }
 }
@@ -259,14 +297,19 @@ fn print_table(result: &DeviceResult) {
     }
     if let Some(g) = &result.growth {
         println!(
-            "growth: {} pull-shaped batches on 4 untimed streams: first thousand {:.2} us/batch, last {:.2} ({:.2}x)",
-            g.batches, g.first_us, g.last_us, g.ratio
+            "growth: {} pull-shaped batches on 4 untimed streams: {:.2} us/batch at first, {:.2} at last ({:.2}x; medians of {} thousands)",
+            g.batches, g.first_us, g.last_us, g.ratio, g.edge_groups
         );
     }
     for p in &result.pull {
         println!(
-            "pull {}: {:.0} batches, {:.3} device ms, {:.1} us/batch ({:.1} us/batch with per-operation events)",
-            p.variant, p.batches, p.device_ms, p.us_per_batch, p.instrumented_us_per_batch
+            "pull {}: {:.0} batches, {:.3} device ms (median of {}), {:.1} us/batch ({:.1} us/batch with per-operation events)",
+            p.variant,
+            p.batches,
+            p.device_ms,
+            p.runs_ms.len(),
+            p.us_per_batch,
+            p.instrumented_us_per_batch
         );
     }
     for e in &result.errors {
@@ -285,13 +328,15 @@ fn cost(path: &PathResult, op: Op) -> Option<f64> {
 }
 
 /// hetero's cost on every device over its cost on the first, per operation
-/// (e.g. HIP and OpenCL against CUDA on one GPU), for the same kind of stream.
+/// (e.g. HIP and OpenCL against CUDA on one GPU), for the same kind of
+/// stream; and the vendor APIs' own (`raw`), which shows where a runtime is
+/// itself slower than the first.
 fn print_across(results: &[DeviceResult]) {
     let Some(first) = results.first() else { return };
     if results.len() < 2 {
         return;
     }
-    for path in ["hetero", "hetero-untimed"] {
+    for path in ["hetero", "hetero-untimed", "raw"] {
         let Some((base_name, base)) = find(first, path) else { continue };
         let others: Vec<(String, &PathResult)> = results[1..].iter().filter_map(|r| find(r, path)).collect();
         print!("\n{path}: cost over {base_name}'s\n{:<20}", "operation");

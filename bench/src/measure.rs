@@ -3,6 +3,13 @@
 //!
 //! Host clocks are the right tool here: what is measured is how long the
 //! *host* spends to enqueue (or complete) an operation, not device time.
+//!
+//! Every path of every device is measured **interleaved**: each round of
+//! an operation runs once through each path, in an order that rotates
+//! from round to round. A noisy stretch of the machine (another tenant, a
+//! frequency change) then lands on every path alike instead of on
+//! whichever backend happened to be measured during it, so the ratios
+//! between paths and between backends come from the same moments.
 
 use std::time::Instant;
 
@@ -38,25 +45,67 @@ pub trait Path {
     fn settle(&mut self) -> Result<(), Fail>;
 }
 
-/// The cost of every operation through `path`.
-pub fn measure(path: &mut impl Path, plan: Plan) -> Result<Vec<(Op, Cost)>, Fail> {
-    let mut costs = Vec::new();
+/// A named path of one device, and what measuring it gave.
+pub struct Entry<'a> {
+    /// Index of the device the path belongs to.
+    pub device: usize,
+    /// The path's name (`hetero`, `raw`, ...).
+    pub name: &'static str,
+    /// The hetero path it is compared with.
+    pub against: &'static str,
+    /// The path itself.
+    pub path: Box<dyn Path + 'a>,
+    /// Cost per operation measured so far.
+    pub costs: Vec<(Op, Cost)>,
+    /// Why the path stopped, if it failed (it is then measured no further).
+    pub error: Option<String>,
+}
+
+impl<'a> Entry<'a> {
+    /// A path of device `device` not measured yet.
+    pub fn new(device: usize, name: &'static str, against: &'static str, path: Box<dyn Path + 'a>) -> Self {
+        Entry { device, name, against, path, costs: Vec::new(), error: None }
+    }
+}
+
+/// One round of `op` through `path`: microseconds per operation.
+fn round(path: &mut dyn Path, op: Op) -> Result<f64, Fail> {
+    let n = op.count();
+    let start = Instant::now();
+    for i in 0..n {
+        path.run(op, i)?;
+    }
+    let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
+    path.settle()?;
+    Ok(us)
+}
+
+/// Measures every operation through every path, interleaved (module doc).
+/// A path that fails keeps its error and is skipped from then on.
+pub fn measure(entries: &mut [Entry<'_>], plan: Plan) {
+    let count = entries.len();
     for op in Op::ALL {
-        let n = op.count();
-        let mut samples = Vec::with_capacity(plan.rounds);
-        for round in 0..plan.warmup + plan.rounds.max(1) {
-            let start = Instant::now();
-            for i in 0..n {
-                path.run(op, i)?;
-            }
-            let us = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-            path.settle()?;
-            if round >= plan.warmup {
-                samples.push(us);
+        let mut samples = vec![Vec::with_capacity(plan.rounds); count];
+        for r in 0..plan.warmup + plan.rounds.max(1) {
+            for k in 0..count {
+                let at = (k + r) % count;
+                let entry = &mut entries[at];
+                if entry.error.is_some() {
+                    continue;
+                }
+                match round(&mut *entry.path, op) {
+                    Ok(us) if r >= plan.warmup => samples[at].push(us),
+                    Ok(_) => {}
+                    Err(e) => entry.error = Some(format!("{op:?}: {e}")),
+                }
             }
         }
-        samples.sort_by(f64::total_cmp);
-        costs.push((op, Cost { median_us: samples[samples.len() / 2], min_us: samples[0] }));
+        for (entry, mut s) in entries.iter_mut().zip(samples) {
+            if entry.error.is_some() || s.is_empty() {
+                continue;
+            }
+            s.sort_by(f64::total_cmp);
+            entry.costs.push((op, Cost { median_us: s[s.len() / 2], min_us: s[0] }));
+        }
     }
-    Ok(costs)
 }

@@ -14,8 +14,11 @@ pub struct PullCost {
     pub variant: String,
     /// Batches in the run.
     pub batches: f64,
-    /// Device milliseconds of the measured run.
+    /// Device milliseconds of the measured run (the median run where
+    /// there were several).
     pub device_ms: f64,
+    /// Device milliseconds of every run, in order.
+    pub runs_ms: Vec<f64>,
     /// Device microseconds per batch of the measured run.
     pub us_per_batch: f64,
     /// Device microseconds per batch with per-operation events.
@@ -40,9 +43,26 @@ pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
                 variant: o.variant,
                 batches,
                 device_ms,
+                runs_ms: vec![device_ms],
                 us_per_batch: device_ms * 1e3 / batches,
                 instrumented_us_per_batch: instrumented * 1e3 / batches,
             })
+        })
+        .collect()
+}
+
+/// One result per variant from several runs of [`run`]: the run with the
+/// median device time stands for each variant, and every run's time is kept.
+pub fn median(runs: Vec<Vec<PullCost>>) -> Vec<PullCost> {
+    let Some(first) = runs.first() else { return Vec::new() };
+    first
+        .iter()
+        .map(|v| {
+            let mut same: Vec<&PullCost> =
+                runs.iter().filter_map(|r| r.iter().find(|p| p.variant == v.variant)).collect();
+            let runs_ms = same.iter().map(|p| p.device_ms).collect();
+            same.sort_by(|a, b| a.device_ms.total_cmp(&b.device_ms));
+            PullCost { runs_ms, ..same[same.len() / 2].clone() }
         })
         .collect()
 }

@@ -12,8 +12,8 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc;
 
-use crate::measure::{Fail, Path, Plan, measure};
-use crate::{Op, PathResult, sizes};
+use crate::measure::{Fail, Path};
+use crate::{Op, sizes};
 
 fn check(call: &str, code: sys::CUresult) -> Result<(), Fail> {
     if code == sys::CUresult::CUDA_SUCCESS { Ok(()) } else { Err(format!("{call}: {code:?}").into()) }
@@ -28,14 +28,10 @@ fn source_and_arch(ctx: &CudaContext) -> Result<(String, String), Fail> {
     Ok((source, format!("sm_{major}{minor}")))
 }
 
-/// Both vendor paths.
-pub fn run(plan: Plan) -> Result<Vec<PathResult>, Fail> {
+/// Both vendor paths: `(name, the hetero path it is compared with, path)`.
+pub fn paths() -> Result<Vec<crate::RawPath>, Fail> {
     let ctx = CudaContext::new(0)?;
-    let mut driver = Driver::new(&ctx)?;
-    let raw = PathResult { path: "raw", against: "hetero", costs: measure(&mut driver, plan)? };
-    drop(driver);
-    let mut safe = Safe::new(&ctx)?;
-    Ok(vec![raw, PathResult { path: "cudarc", against: "hetero", costs: measure(&mut safe, plan)? }])
+    Ok(vec![("raw", "hetero", Box::new(Driver::new(&ctx)?)), ("cudarc", "hetero", Box::new(Safe::new(&ctx)?))])
 }
 
 /// The raw driver calls hetero's backend makes, without hetero.
@@ -50,7 +46,7 @@ struct Driver {
     x: sys::CUdeviceptr,
     y: sys::CUdeviceptr,
     pinned: *mut c_void,
-    events: [sys::CUevent; 2],
+    events: [sys::CUevent; 3],
 }
 
 impl Driver {
@@ -74,7 +70,7 @@ impl Driver {
             x: 0,
             y: 0,
             pinned: null,
-            events: [null.cast(); 2],
+            events: [null.cast(); 3],
         };
         let words = sizes::WORDS;
         let nonblocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
@@ -89,9 +85,12 @@ impl Driver {
             check("cuMemAlloc", sys::cuMemAlloc_v2(&mut d.x, words * 4))?;
             check("cuMemAlloc", sys::cuMemAlloc_v2(&mut d.y, words * 4))?;
             check("cuMemHostAlloc", sys::cuMemHostAlloc(&mut d.pinned, words * 4, sys::CU_MEMHOSTALLOC_PORTABLE))?;
-            for e in &mut d.events {
+            // Two untimed events (tracking's), and a timed one for `EventRecord`
+            // (a user's hetero event keeps time).
+            for e in &mut d.events[..2] {
                 check("cuEventCreate", sys::cuEventCreate(e, untimed))?;
             }
+            check("cuEventCreate", sys::cuEventCreate(&mut d.events[2], sys::CUevent_flags::CU_EVENT_DEFAULT as u32))?;
         }
         Ok(d)
     }
@@ -99,7 +98,7 @@ impl Driver {
 
 impl Path for Driver {
     fn run(&mut self, op: Op, i: usize) -> Result<(), Fail> {
-        let ([a, b, pool], [event, filled]) = (self.streams, self.events);
+        let ([a, b, pool], [event, filled, timed]) = (self.streams, self.events);
         let (x, y, words) = (self.x, self.y, sizes::WORDS);
         let (n, one) = (words as u32, 1u32);
         // SAFETY: live handles (type invariant); the launch parameters match
@@ -143,7 +142,7 @@ impl Path for Driver {
                 }
                 Op::CopyH2d => check("cuMemcpyHtoDAsync", sys::cuMemcpyHtoDAsync_v2(x, self.pinned, words * 4, a))?,
                 Op::CopyD2h => check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2(self.pinned, x, words * 4, a))?,
-                Op::EventRecord => check("cuEventRecord", sys::cuEventRecord(event, a))?,
+                Op::EventRecord => check("cuEventRecord", sys::cuEventRecord(timed, a))?,
                 Op::CrossStreamPair => {
                     check("cuMemsetD32Async", sys::cuMemsetD32Async(x, i as u32, words, a))?;
                     check("cuEventRecord", sys::cuEventRecord(filled, a))?;
@@ -219,7 +218,8 @@ impl Safe {
         // SAFETY: zeroed below before any use.
         let mut pinned = unsafe { ctx.alloc_pinned_with_flags::<u32>(sizes::WORDS, sys::CU_MEMHOSTALLOC_PORTABLE) }?;
         pinned.as_mut_slice()?.fill(0);
-        let event = ctx.new_event(None)?;
+        // Timed, as a user's hetero event is.
+        let event = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
         Ok(Self { function, a, b, x, y, pinned, event })
     }
 }

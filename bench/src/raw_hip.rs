@@ -5,8 +5,8 @@ use std::ffi::{CString, c_char, c_void};
 
 use cubecl_hip_sys as hip;
 
-use crate::measure::{Fail, Path, Plan, measure};
-use crate::{Op, PathResult, sizes};
+use crate::measure::{Fail, Path};
+use crate::{Op, sizes};
 
 fn check(call: &str, code: hip::hipError_t) -> Result<(), Fail> {
     if code == hip::hipError_t_hipSuccess { Ok(()) } else { Err(format!("{call}: error {code}").into()) }
@@ -47,7 +47,7 @@ struct Raw {
     x: *mut c_void,
     y: *mut c_void,
     pinned: *mut c_void,
-    events: [hip::hipEvent_t; 2],
+    events: [hip::hipEvent_t; 3],
 }
 
 impl Raw {
@@ -60,7 +60,7 @@ impl Raw {
             x: null,
             y: null,
             pinned: null,
-            events: [null.cast(); 2],
+            events: [null.cast(); 3],
         };
         let words = sizes::WORDS;
         // SAFETY: every out-pointer is valid.
@@ -81,9 +81,12 @@ impl Raw {
             check("hipMalloc", hip::hipMalloc(&mut r.x, words * 4))?;
             check("hipMalloc", hip::hipMalloc(&mut r.y, words * 4))?;
             check("hipHostMalloc", hip::hipHostMalloc(&mut r.pinned, words * 4, hip::hipHostMallocPortable))?;
-            for e in &mut r.events {
+            // Two untimed events (tracking's), and a timed one for `EventRecord`
+            // (a user's hetero event keeps time).
+            for e in &mut r.events[..2] {
                 check("hipEventCreate", hip::hipEventCreateWithFlags(e, hip::hipEventDisableTiming))?;
             }
+            check("hipEventCreate", hip::hipEventCreateWithFlags(&mut r.events[2], hip::hipEventDefault))?;
         }
         Ok(r)
     }
@@ -91,7 +94,7 @@ impl Raw {
 
 impl Path for Raw {
     fn run(&mut self, op: Op, i: usize) -> Result<(), Fail> {
-        let ([a, b, pool], [event, filled]) = (self.streams, self.events);
+        let ([a, b, pool], [event, filled, timed]) = (self.streams, self.events);
         let (x, y, words) = (self.x, self.y, sizes::WORDS);
         let (n, one) = (words as u32, 1u32);
         // SAFETY: live handles (type invariant); the launch parameters match
@@ -135,7 +138,7 @@ impl Path for Raw {
                 }
                 Op::CopyH2d => check("hipMemcpyHtoDAsync", hip::hipMemcpyHtoDAsync(x, self.pinned, words * 4, a))?,
                 Op::CopyD2h => check("hipMemcpyDtoHAsync", hip::hipMemcpyDtoHAsync(self.pinned, x, words * 4, a))?,
-                Op::EventRecord => check("hipEventRecord", hip::hipEventRecord(event, a))?,
+                Op::EventRecord => check("hipEventRecord", hip::hipEventRecord(timed, a))?,
                 Op::CrossStreamPair => {
                     check("hipMemsetD32Async", hip::hipMemsetD32Async(x, i as i32, words, a))?;
                     check("hipEventRecord", hip::hipEventRecord(filled, a))?;
@@ -187,8 +190,8 @@ impl Drop for Raw {
     }
 }
 
-/// Every operation of [`Op::ALL`] through raw HIP calls.
-pub fn run(plan: Plan) -> Result<Vec<PathResult>, Fail> {
-    let mut raw = Raw::new()?;
-    Ok(vec![PathResult { path: "raw", against: "hetero", costs: measure(&mut raw, plan)? }])
+/// The operations of [`Op::ALL`] through raw HIP calls: `(name, the hetero
+/// path it is compared with, path)`.
+pub fn paths() -> Result<Vec<crate::RawPath>, Fail> {
+    Ok(vec![("raw", "hetero", Box::new(Raw::new()?))])
 }

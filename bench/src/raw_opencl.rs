@@ -13,8 +13,8 @@ use opencl3::memory::{Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, 
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_mem};
 
-use crate::measure::{Fail, Path, Plan, measure};
-use crate::{Op, PathResult, sizes};
+use crate::measure::{Fail, Path};
+use crate::{Op, sizes};
 
 fn err(e: impl std::fmt::Debug) -> String {
     format!("{e:?}")
@@ -98,10 +98,11 @@ impl Path for Raw {
 /// in-order queues (`raw`, compared with hetero's streams without timing),
 /// and on queues with profiling enabled (`raw-prof`, compared with hetero's
 /// default, timed streams), which shows what profiling itself costs.
-pub fn run(name: &str, plan: Plan) -> Result<Vec<PathResult>, Fail> {
-    let plain = PathResult { path: "raw", against: "hetero-untimed", costs: measure(&mut setup(name, 0)?, plan)? };
-    let profiled = measure(&mut setup(name, CL_QUEUE_PROFILING_ENABLE)?, plan)?;
-    Ok(vec![plain, PathResult { path: "raw-prof", against: "hetero", costs: profiled }])
+pub fn paths(name: &str) -> Result<Vec<crate::RawPath>, Fail> {
+    Ok(vec![
+        ("raw", "hetero-untimed", Box::new(setup(name, 0)?)),
+        ("raw-prof", "hetero", Box::new(setup(name, CL_QUEUE_PROFILING_ENABLE)?)),
+    ])
 }
 
 fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {

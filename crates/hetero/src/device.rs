@@ -396,6 +396,32 @@ pub trait Device: Send + Sync + 'static {
     /// be written by other streams until the copy completes. The handles
     /// must be owned by the caller.
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()>;
+    /// [`Device::copy_h2d`] followed by [`Device::synchronize_stream`]: returns
+    /// once the stream has run everything up to and including the copy
+    /// (or failed). A backend may do both in one call (OpenCL: a blocking write).
+    ///
+    /// # Safety
+    /// As [`Device::copy_h2d`], but `src` need only stay valid during the call.
+    unsafe fn copy_h2d_sync(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
+        // SAFETY: the caller's contract, and the copy is complete (or can
+        // never run) once the stream is synchronised.
+        unsafe {
+            self.copy_h2d(src, dst, stream)?;
+            self.synchronize_stream(stream)
+        }
+    }
+    /// [`Device::copy_d2h`] followed by [`Device::synchronize_stream`] (see
+    /// [`Device::copy_h2d_sync`]).
+    ///
+    /// # Safety
+    /// As [`Device::copy_d2h`], but `dst` need only stay valid during the call.
+    unsafe fn copy_d2h_sync(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
+        // SAFETY: as in copy_h2d_sync.
+        unsafe {
+            self.copy_d2h(src, dst, stream)?;
+            self.synchronize_stream(stream)
+        }
+    }
     /// Enqueues a device-to-device copy between device allocations; the
     /// ranges must have equal lengths and must not overlap
     /// ([`check_copy_ranges`]).

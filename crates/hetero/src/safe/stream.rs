@@ -224,9 +224,12 @@ impl<D: Device> Stream<D> {
             return Ok(());
         }
         let dv = dst.view();
+        // An error from copy_h2d_sync may come after the copy was queued; it
+        // returns only once the stream is done or can never run, so src is
+        // free either way.
         self.tracked(&[&dv], || {
-            // SAFETY: src stays borrowed until the stream has been synchronised below.
-            unsafe { self.device.copy_h2d(src.as_ptr().cast(), dv.range(), self.id) }
+            // SAFETY: src is borrowed for the whole call, which returns once the copy is done.
+            unsafe { self.device.copy_h2d_sync(src.as_ptr().cast(), dv.range(), self.id) }
         })?;
         self.synchronize()
     }
@@ -242,8 +245,9 @@ impl<D: Device> Stream<D> {
         }
         let sv = src.view();
         self.tracked(&[&sv], || {
-            // SAFETY: dst stays borrowed until the stream has been synchronised below.
-            unsafe { self.device.copy_d2h(sv.range(), dst.as_mut_ptr().cast(), self.id) }
+            // SAFETY: dst is borrowed for the whole call, which returns once
+            // the copy is done (or can never run), also with an error.
+            unsafe { self.device.copy_d2h_sync(sv.range(), dst.as_mut_ptr().cast(), self.id) }
         })?;
         self.synchronize()
     }
