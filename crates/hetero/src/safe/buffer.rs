@@ -139,11 +139,11 @@ impl<T: Pod, D: Device> PinnedBuffer<T, D> {
 
 impl<T, K, D: Device> Drop for Buffer<T, K, D> {
     fn drop(&mut self) {
-        let (pending, spare) = std::mem::take(&mut self.tracker).into_events();
-        // SAFETY: the buffer owns the allocation and its tracker's events
-        // and gives them up here; `pending` holds an event after every
-        // queued use; no slice or host borrow outlives `self`.
-        unsafe { self.device.retire(self.alloc, pending, spare) };
+        let pending = std::mem::take(&mut self.tracker).into_marks();
+        // SAFETY: the buffer owns the allocation and gives it up here;
+        // `pending` holds a mark after every queued use; no slice or host
+        // borrow outlives `self`.
+        unsafe { self.device.retire(self.alloc, pending) };
     }
 }
 

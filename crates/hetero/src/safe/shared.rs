@@ -10,30 +10,49 @@
 //! once the device's work has finished (see the `Device` contract).
 
 use std::ops::Deref;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::device::{AllocId, Device, EventId};
+use crate::device::{AllocId, Device, EventId, StreamId};
+use crate::error::Result;
 
-/// An allocation waiting for the events of its last uses.
-struct Retired {
-    alloc: AllocId,
-    /// Events of queued uses; all must complete before the free.
-    pending: Vec<EventId>,
-    /// Events owned by the allocation's tracker that hold no pending use.
-    spare: Vec<EventId>,
+/// An untimed event recorded after one operation, shared by the trackers
+/// of every allocation the operation used: one record per operation, not
+/// one per buffer.
+///
+/// Invariant: the event is never recorded again while a clone exists; the
+/// holder that gives up the last clone returns it to [`Shared::recycle`],
+/// which makes it spare.
+#[derive(Clone)]
+pub(crate) struct Mark(Arc<EventId>);
+
+impl Mark {
+    /// The event.
+    pub(crate) fn id(&self) -> EventId {
+        *self.0
+    }
 }
 
-/// One device and its deferred frees; owned through an `Arc` by the
-/// context and every stream, event, buffer and module made from it.
+/// An allocation waiting for the marks of its last uses.
+struct Retired {
+    alloc: AllocId,
+    /// Marks of queued uses; all must complete before the free.
+    pending: Vec<Mark>,
+}
+
+/// One device, its deferred frees and its spare tracking events; owned
+/// through an `Arc` by the context and every stream, event, buffer and
+/// module made from it.
 ///
-/// Invariant: every handle in `retired` belongs to `device` and is used by
-/// nobody else (the buffer that owned it is gone).
+/// Invariant: every handle in `retired` and `spare` belongs to `device`;
+/// retired allocations are used by nobody else (the buffer that owned them
+/// is gone), and spare events by nobody at all.
 ///
 /// Public only so that sealed traits can name it; its module is private.
 #[doc(hidden)]
 pub struct Shared<D: Device> {
     device: D,
     retired: Mutex<Vec<Retired>>,
+    spare: Mutex<Vec<EventId>>,
 }
 
 impl<D: Device> Deref for Shared<D> {
@@ -45,23 +64,54 @@ impl<D: Device> Deref for Shared<D> {
 
 impl<D: Device> Shared<D> {
     pub(crate) fn new(device: D) -> Self {
-        Self { device, retired: Mutex::new(Vec::new()) }
+        Self { device, retired: Mutex::new(Vec::new()), spare: Mutex::new(Vec::new()) }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Retired>> {
         self.retired.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Frees `alloc` once the events in `pending` have completed; at once
+    fn spare(&self) -> MutexGuard<'_, Vec<EventId>> {
+        self.spare.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a mark at the current end of `stream` (a spare event, or a
+    /// new one). On an error nothing was recorded.
+    ///
+    /// # Safety
+    /// `stream` must be owned by the caller.
+    pub(crate) unsafe fn mark(&self, stream: StreamId) -> Result<Mark> {
+        let spare = self.spare().pop();
+        let event = match spare {
+            Some(e) => e,
+            None => self.device.create_sync_event()?,
+        };
+        // SAFETY: the event is ours and unused (spare or new); the caller owns the stream.
+        match unsafe { self.device.record_event(event, stream) } {
+            Ok(()) => Ok(Mark(Arc::new(event))),
+            Err(e) => {
+                self.spare().push(event);
+                Err(e)
+            }
+        }
+    }
+
+    /// Gives up one clone of a mark; the last one makes its event spare.
+    pub(crate) fn recycle(&self, mark: Mark) {
+        if let Some(event) = Arc::into_inner(mark.0) {
+            self.spare().push(event);
+        }
+    }
+
+    /// Frees `alloc` once the marks in `pending` have completed; at once
     /// when they already have. Never blocks on the device.
     ///
     /// # Safety
-    /// `alloc` and every event must belong to this device and be owned by
-    /// the caller, who gives them up; `pending` must hold an event recorded
-    /// after every queued use of `alloc`, and no host reference into the
-    /// allocation may remain.
-    pub(crate) unsafe fn retire(&self, alloc: AllocId, pending: Vec<EventId>, spare: Vec<EventId>) {
-        self.lock().push(Retired { alloc, pending, spare });
+    /// `alloc` must belong to this device and be owned by the caller, who
+    /// gives it up; `pending` must hold a mark recorded after every queued
+    /// use of `alloc`, and no host reference into the allocation may remain.
+    pub(crate) unsafe fn retire(&self, alloc: AllocId, pending: Vec<Mark>) {
+        self.lock().push(Retired { alloc, pending });
         self.reap();
     }
 
@@ -72,29 +122,23 @@ impl<D: Device> Shared<D> {
             return;
         }
         retired.retain_mut(|r| {
-            // An event whose query fails (a faulted or lost device) keeps its
+            // A mark whose query fails (a faulted or lost device) keeps its
             // allocation retired: the device's drop deals with it.
-            let Retired { pending, spare, .. } = r;
-            pending.retain(|&e| {
-                // SAFETY: the events are owned here (type invariant).
-                let complete = matches!(unsafe { self.device.query_event(e) }, Ok(true));
-                if complete {
-                    spare.push(e);
+            let mut at = 0;
+            while at < r.pending.len() {
+                // SAFETY: a live event of this device (type invariant).
+                if matches!(unsafe { self.device.query_event(r.pending[at].id()) }, Ok(true)) {
+                    self.recycle(r.pending.swap_remove(at));
+                } else {
+                    at += 1;
                 }
-                !complete
-            });
+            }
             if !r.pending.is_empty() {
                 return true;
             }
-            // SAFETY: every use of the allocation has completed, nobody else
-            // holds its handle or a host reference (type invariant), and the
-            // events are ours to release.
-            unsafe {
-                let _ = self.device.free(r.alloc);
-                for &e in &r.spare {
-                    let _ = self.device.destroy_event(e);
-                }
-            }
+            // SAFETY: every use of the allocation has completed and nobody
+            // else holds its handle or a host reference (type invariant).
+            let _ = unsafe { self.device.free(r.alloc) };
             false
         });
     }
@@ -108,6 +152,10 @@ impl<D: Device> Shared<D> {
 impl<D: Device> Drop for Shared<D> {
     fn drop(&mut self) {
         self.reap();
+        for event in std::mem::take(&mut *self.spare()) {
+            // SAFETY: spare events are used by nobody (type invariant).
+            let _ = unsafe { self.device.destroy_event(event) };
+        }
         // What remains is in use by work the device has not finished: the
         // backend's own drop waits for that work (after opening every gate)
         // and releases it. Freeing it here could free memory in use.

@@ -174,15 +174,16 @@ impl<D: Device> Stream<D> {
             v.tracker.before(&**self.device, self.id, v.access)?;
         }
         enqueue()?;
-        let mut failure = None;
-        for v in views {
-            if let Err(e) = v.tracker.after(&**self.device, self.id, v.access) {
-                failure.get_or_insert(e);
+        // SAFETY: the stream is owned by self.
+        match unsafe { self.device.mark(self.id) } {
+            Ok(mark) => {
+                for v in views {
+                    v.tracker.after(&self.device, self.id, v.access, &mark);
+                }
+                self.device.recycle(mark);
+                Ok(())
             }
-        }
-        match failure {
-            None => Ok(()),
-            Some(e) => {
+            Err(e) => {
                 // SAFETY: the stream is owned by self. Its result does not
                 // matter: it returns once the work is done or can never run.
                 let _ = unsafe { self.device.synchronize_stream(self.id) };

@@ -8,7 +8,8 @@
 //!   write if it was on another stream (read-after-write, write-after-write);
 //! - a write also waits for every read on another stream (write-after-read).
 //!
-//! After the operation an event is recorded on `s` and stored. Handing
+//! After the operation one event is recorded on `s` (a [`Mark`], shared by
+//! every allocation the operation uses) and stored. Handing
 //! pinned memory to the host first synchronises every stored event; freeing
 //! the allocation is deferred until they have all completed
 //! ([`super::shared::Shared::retire`]), so no queued work can touch freed or
@@ -17,7 +18,8 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::device::{Device, EventId, StreamId};
+use super::shared::{Mark, Shared};
+use crate::device::{Device, StreamId};
 use crate::error::Result;
 
 /// Whether an operation reads or writes the tracked memory.
@@ -29,17 +31,16 @@ pub(crate) enum Access {
 
 #[derive(Default)]
 struct State {
-    last_write: Option<(StreamId, EventId)>,
-    reads: Vec<(StreamId, EventId)>,
-    spare: Vec<EventId>,
+    last_write: Option<(StreamId, Mark)>,
+    reads: Vec<(StreamId, Mark)>,
 }
 
-/// The events of one allocation's pending uses.
+/// The marks of one allocation's pending uses.
 ///
-/// Invariant: every event in it was created by the device that owns the
-/// allocation and is used by this tracker alone. Every method takes that
-/// device; [`Tracker::into_events`] hands the events over when the
-/// allocation is retired (the tracker never destroys them itself).
+/// Invariant: every mark in it was recorded by the device that owns the
+/// allocation, after the use it stands for. Marks it no longer needs go
+/// back to that device's [`Shared`] ([`Shared::recycle`]);
+/// [`Tracker::into_marks`] hands the rest over when the allocation is retired.
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Mutex<State>,
@@ -50,76 +51,55 @@ impl Tracker {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// An event for a new use: a spare one, or a new one.
-    fn event<D: Device>(state: &mut State, device: &D) -> Result<EventId> {
-        match state.spare.pop() {
-            Some(e) => Ok(e),
-            None => device.create_sync_event(),
-        }
-    }
-
     /// Makes `stream` wait for conflicting earlier uses on other streams.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId, access: Access) -> Result<()> {
         let state = self.lock();
-        if let Some((s, e)) = state.last_write
-            && s != stream
+        if let Some((s, m)) = &state.last_write
+            && *s != stream
         {
-            // SAFETY: the event is the tracker's own (type invariant); the
+            // SAFETY: a live event of this device (type invariant); the
             // stream belongs to the caller.
-            unsafe { device.stream_wait_event(stream, e)? };
+            unsafe { device.stream_wait_event(stream, m.id())? };
         }
         if access == Access::Write {
-            for &(s, e) in &state.reads {
-                if s != stream {
+            for (s, m) in &state.reads {
+                if *s != stream {
                     // SAFETY: as above.
-                    unsafe { device.stream_wait_event(stream, e)? };
+                    unsafe { device.stream_wait_event(stream, m.id())? };
                 }
             }
         }
         Ok(())
     }
 
-    /// Records that an operation using the memory was enqueued on `stream`.
-    /// On an error the state is unchanged (the caller must then make sure
-    /// the operation completes before the memory can be released).
-    pub(crate) fn after<D: Device>(&self, device: &D, stream: StreamId, access: Access) -> Result<()> {
+    /// Records that an operation using the memory was enqueued on `stream`
+    /// and is followed there by `mark` (one mark serves every allocation
+    /// the operation uses). Marks it replaces go back to `shared`.
+    pub(crate) fn after<D: Device>(&self, shared: &Shared<D>, stream: StreamId, access: Access, mark: &Mark) {
         let mut state = self.lock();
-        let existing = match access {
-            Access::Write => None,
-            Access::Read => state.reads.iter().find(|(s, _)| *s == stream).map(|&(_, e)| e),
-        };
-        let event = match existing {
-            Some(e) => e,
-            None => Self::event(&mut state, device)?,
-        };
-        // SAFETY: the event is the tracker's own (type invariant); the
-        // stream belongs to the caller.
-        if let Err(e) = unsafe { device.record_event(event, stream) } {
-            if existing.is_none() {
-                state.spare.push(event);
-            }
-            return Err(e);
-        }
         match access {
             Access::Write => {
-                let old_reads = std::mem::take(&mut state.reads);
-                state.spare.extend(old_reads.into_iter().map(|(_, e)| e));
-                if let Some((_, old)) = state.last_write.replace((stream, event)) {
-                    state.spare.push(old);
+                for (_, old) in std::mem::take(&mut state.reads) {
+                    shared.recycle(old);
+                }
+                if let Some((_, old)) = state.last_write.replace((stream, mark.clone())) {
+                    shared.recycle(old);
                 }
             }
-            Access::Read if existing.is_none() => state.reads.push((stream, event)),
-            Access::Read => {}
+            Access::Read => match state.reads.iter_mut().find(|(s, _)| *s == stream) {
+                // The later read on the same stream ends after the earlier one.
+                Some((_, entry)) => shared.recycle(std::mem::replace(entry, mark.clone())),
+                None => state.reads.push((stream, mark.clone())),
+            },
         }
-        Ok(())
     }
 
     /// Blocks the host until every pending use has completed.
     pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
-        for &(_, e) in state.last_write.iter().chain(&state.reads) {
-            // SAFETY: the tracker's own event (type invariant).
-            unsafe { device.synchronize_event(e)? };
+        for (_, m) in state.last_write.iter().chain(&state.reads) {
+            // SAFETY: a live event of this device (type invariant).
+            unsafe { device.synchronize_event(m.id())? };
         }
         Ok(())
     }
@@ -127,19 +107,18 @@ impl Tracker {
     /// `true` when no pending use remains.
     pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
-        for &(_, e) in state.last_write.iter().chain(&state.reads) {
-            // SAFETY: the tracker's own event (type invariant).
-            if !unsafe { device.query_event(e)? } {
+        for (_, m) in state.last_write.iter().chain(&state.reads) {
+            // SAFETY: a live event of this device (type invariant).
+            if !unsafe { device.query_event(m.id())? } {
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    /// Gives up every event: (events of possibly pending uses, spare events).
-    pub(crate) fn into_events(self) -> (Vec<EventId>, Vec<EventId>) {
+    /// Gives up the marks of every possibly pending use.
+    pub(crate) fn into_marks(self) -> Vec<Mark> {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let pending = state.last_write.into_iter().chain(state.reads).map(|(_, e)| e).collect();
-        (pending, state.spare)
+        state.last_write.into_iter().chain(state.reads).map(|(_, m)| m).collect()
     }
 }

@@ -26,6 +26,7 @@ macro_rules! backend_tests {
             #[case::stream_order(semantics::stream_order)]
             #[case::raw_event_wait(semantics::raw_event_wait_orders_streams)]
             #[case::drop_defers_free(semantics::drop_defers_free_until_queued_work_is_done)]
+            #[case::shared_mark(semantics::shared_mark_outlives_one_buffer)]
             #[case::query_with_blocker(semantics::query_before_and_after_completion)]
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
             #[case::untimed_stream(semantics::untimed_streams_order_but_refuse_timing)]

@@ -190,6 +190,32 @@ pub fn drop_defers_free_until_queued_work_is_done(ctx: &Context) {
     drop(fresh);
 }
 
+/// One operation records one mark that every buffer it used shares; a
+/// buffer that moves on must not make the mark spare while another buffer
+/// still waits on it (a mark recycled early would be recorded again
+/// elsewhere, complete at once, and let the host read a buffer that a
+/// queued copy is still writing).
+pub fn shared_mark_outlives_one_buffer(ctx: &Context) {
+    let (held, other, churn) = (ctx.stream().unwrap(), ctx.stream().unwrap(), ctx.stream().unwrap());
+    let gate = ctx.user_event().unwrap();
+    let mut x = ctx.alloc::<u32>(1024).unwrap();
+    held.copy_from_host(&[3u32; 1024], &mut x).unwrap();
+    let mut out = ctx.alloc_pinned::<u32>(1024).unwrap();
+    held.wait(&gate).unwrap();
+    held.copy(&x, &mut out).unwrap(); // one mark for x (read) and out (write)
+    other.fill(&mut x, 9u32).unwrap(); // x's next use: x gives the mark up
+    let mut scratch: Vec<_> = (0..8).map(|_| ctx.alloc::<u32>(64).unwrap()).collect();
+    for (i, buffer) in scratch.iter_mut().enumerate() {
+        churn.fill(buffer, i as u32).unwrap(); // takes spare events, if any
+    }
+    churn.synchronize().unwrap();
+    assert!(!out.is_idle().unwrap(), "out's copy is still held by the gate");
+    gate.complete().unwrap();
+    assert!(out.host_slice().unwrap().iter().all(|&v| v == 3), "the copy ran before the fill");
+    assert!(out.is_idle().unwrap());
+    other.synchronize().unwrap();
+}
+
 /// Queries say "not done" while a gate holds the stream and "done" after.
 pub fn query_before_and_after_completion(ctx: &Context) {
     let stream = ctx.stream().unwrap();
