@@ -42,60 +42,81 @@ struct Lane {
     out: PinnedBuffer<u32>,
 }
 
-/// `groups` groups of [`GROUP`] batches over four untimed streams; the
-/// device is drained (untimed) after each group, so every group starts
-/// from the same empty queues.
-pub fn run(ctx: &Context, groups: usize) -> Result<Growth, Fail> {
-    let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
-    let mut lanes = (0..4)
-        .map(|_| {
-            Ok(Lane {
-                stream: ctx.untimed_stream()?,
-                x: ctx.alloc(sizes::WORDS)?,
-                staged: ctx.pinned_from_slice(&[1u32; sizes::WORDS])?,
-                out: ctx.alloc_pinned(sizes::WORDS)?,
+/// The growth measurement of one device, one group at a time, so that
+/// several devices can take turns (a slow stretch of the machine then
+/// shows on all of them, while a cost that grows shows on one).
+pub struct Runner {
+    kernel: hetero::Kernel,
+    lanes: Vec<Lane>,
+    groups_us: Vec<f64>,
+}
+
+impl Runner {
+    /// Four untimed streams with their buffers.
+    pub fn new(ctx: &Context) -> Result<Self, Fail> {
+        let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
+        let lanes = (0..4)
+            .map(|_| {
+                Ok(Lane {
+                    stream: ctx.untimed_stream()?,
+                    x: ctx.alloc(sizes::WORDS)?,
+                    staged: ctx.pinned_from_slice(&[1u32; sizes::WORDS])?,
+                    out: ctx.alloc_pinned(sizes::WORDS)?,
+                })
             })
-        })
-        .collect::<Result<Vec<_>, hetero::Error>>()?;
-    let n = sizes::WORDS as u32;
-    let mut groups_us = Vec::with_capacity(groups);
-    for _ in 0..groups.max(1) {
+            .collect::<Result<Vec<_>, hetero::Error>>()?;
+        Ok(Runner { kernel, lanes, groups_us: Vec::new() })
+    }
+
+    /// One group of [`GROUP`] batches, timed; the device is drained
+    /// (untimed) after it, so every group starts from empty queues.
+    pub fn group(&mut self) -> Result<(), Fail> {
+        let n = sizes::WORDS as u32;
         let start = Instant::now();
         for i in 0..GROUP {
-            let Lane { stream, x, staged, out } = &mut lanes[i % 4];
+            let Lane { stream, x, staged, out } = &mut self.lanes[i % 4];
             stream.copy(&*staged, &mut *x)?;
             let xs = x.slice_mut(..)?;
             // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
             unsafe {
                 stream.launch(
-                    &kernel,
+                    &self.kernel,
                     LaunchConfig::linear(n.div_ceil(64), 64, 0),
                     &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()],
                 )?;
             }
             stream.copy(&*x, &mut *out)?;
         }
-        groups_us.push(start.elapsed().as_secs_f64() * 1e6 / GROUP as f64);
-        for lane in &lanes {
+        self.groups_us.push(start.elapsed().as_secs_f64() * 1e6 / GROUP as f64);
+        for lane in &self.lanes {
             lane.stream.synchronize()?;
         }
+        Ok(())
     }
-    for lane in &lanes {
-        if lane.out.host_slice()?.iter().any(|&v| v != 4) {
-            return Err("growth: a batch computed a wrong result".into());
+
+    /// Checks the results and sums the groups up.
+    pub fn finish(self) -> Result<Growth, Fail> {
+        for lane in &self.lanes {
+            if lane.out.host_slice()?.iter().any(|&v| v != 4) {
+                return Err("growth: a batch computed a wrong result".into());
+            }
         }
+        let groups_us = self.groups_us;
+        if groups_us.is_empty() {
+            return Err("growth: no group ran".into());
+        }
+        let edge_groups = (groups_us.len() / 4).clamp(1, 5);
+        let first_us = median(&groups_us[..edge_groups]);
+        let last_us = median(&groups_us[groups_us.len() - edge_groups..]);
+        Ok(Growth {
+            batches: groups_us.len() * GROUP,
+            edge_groups,
+            first_us,
+            last_us,
+            ratio: last_us / first_us,
+            groups_us,
+        })
     }
-    let edge_groups = (groups_us.len() / 4).clamp(1, 5);
-    let first_us = median(&groups_us[..edge_groups]);
-    let last_us = median(&groups_us[groups_us.len() - edge_groups..]);
-    Ok(Growth {
-        batches: groups_us.len() * GROUP,
-        edge_groups,
-        first_us,
-        last_us,
-        ratio: last_us / first_us,
-        groups_us,
-    })
 }
 
 /// The median of a non-empty slice (the upper one of an even count).

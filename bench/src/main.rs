@@ -208,10 +208,32 @@ fn main() -> ExitCode {
         }
     }
 
+    // Growth: the devices take turns group by group (growth.rs).
+    let mut runners: Vec<Option<growth::Runner>> = Vec::new();
     for ((_, ctx), result) in contexts.iter().zip(&mut results) {
-        match growth::run(ctx, usize::from(cli.growth_groups)) {
-            Ok(g) => result.growth = Some(g),
-            Err(e) => result.errors.push(format!("growth: {e}")),
+        match growth::Runner::new(ctx) {
+            Ok(r) => runners.push(Some(r)),
+            Err(e) => {
+                result.errors.push(format!("growth: {e}"));
+                runners.push(None);
+            }
+        }
+    }
+    for _ in 0..cli.growth_groups {
+        for (slot, result) in runners.iter_mut().zip(&mut results) {
+            if let Some(runner) = slot
+                && let Err(e) = runner.group()
+            {
+                result.errors.push(format!("growth: {e}"));
+                *slot = None;
+            }
+        }
+    }
+    for (slot, result) in runners.into_iter().zip(&mut results) {
+        match slot.map(growth::Runner::finish) {
+            Some(Ok(g)) => result.growth = Some(g),
+            Some(Err(e)) => result.errors.push(format!("growth: {e}")),
+            None => {}
         }
     }
     // Pull a few times, the devices in turn, so that a slow stretch of the
