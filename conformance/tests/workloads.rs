@@ -78,3 +78,30 @@ fn another_seed_gives_other_inputs_and_still_passes() {
         run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
     );
 }
+
+/// The scan wraps modulo 2^32 like the reference, across tile and level
+/// boundaries: counts near `u32::MAX` overflow on almost every element.
+#[rstest]
+fn scan_wraps_around_across_tiles(
+    #[values(Backend::Host, Backend::OpenCl, Backend::Cuda, Backend::Hip)] backend: Backend,
+) {
+    use conformance::workloads::scan::{ITEMS, ScanPlan, reference};
+    let Some(ctx) = context(backend) else { return };
+    let stream = ctx.stream().unwrap();
+    let tile = (192 * ITEMS) as usize;
+    let n = 2 * tile * tile + 3;
+    let counts: Vec<u32> = (0..n as u32).map(|i| u32::MAX - (i % 7)).collect();
+    let input = {
+        let mut d = ctx.alloc::<u32>(n).unwrap();
+        stream.copy_from_host(&counts, &mut d).unwrap();
+        d
+    };
+    let mut output = ctx.alloc::<u32>(n).unwrap();
+    let mut plan = ScanPlan::new(&ctx, 192, n).unwrap();
+    plan.enqueue(&stream, &input.slice(..).unwrap(), &mut output.slice_mut(..).unwrap()).unwrap();
+    let mut got = vec![0u32; n];
+    stream.copy_to_host(output.slice(..).unwrap(), &mut got).unwrap();
+    let expect = reference(&counts);
+    let wrong = got.iter().zip(&expect).position(|(g, e)| g != e);
+    assert_eq!(wrong, None, "{backend}: first wrong offset");
+}

@@ -28,7 +28,7 @@
 
 /// Sum of floats: `reduce_partial` (per-block sums) and `reduce_atomic`.
 pub const REDUCE: &str = include_str!("portable/reduce.kern");
-/// Exclusive prefix sum of u32: `scan_block` and `scan_add`.
+/// Exclusive prefix sum of u32: `scan_tile_sums` and `scan_tiles`.
 pub const SCAN: &str = include_str!("portable/scan.kern");
 /// Jet pull vectors, one block per jet: `pull_jets`.
 pub const PULL: &str = include_str!("portable/pull.kern");
@@ -188,7 +188,7 @@ mod tests {
     fn names_of_every_source() {
         let check = |src: &str, expect: &[&str]| assert_eq!(kernel_names(src), expect);
         check(REDUCE, &["reduce_partial", "reduce_atomic"]);
-        check(SCAN, &["scan_block", "scan_add"]);
+        check(SCAN, &["scan_tile_sums", "scan_tiles"]);
         check(PULL, &["pull_jets"]);
         check(WAVE, &["wave_step"]);
         check(UTIL, &["affine_u32"]);

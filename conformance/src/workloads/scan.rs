@@ -1,19 +1,24 @@
 //! scan: exclusive prefix sum of u32 counts (counts -> offsets), exact
 //! modulo 2^32, for any length.
 //!
-//! [`ScanPlan`] runs `scan_block` over blocks, scans the block totals the
-//! same way (recursively) and adds them back with `scan_add`. The pull
-//! workload reuses it to turn per-jet constituent counts into offsets.
+//! [`ScanPlan`] is a reduce-then-scan over tiles of `threads * ITEMS`
+//! elements (`scan.kern`): `scan_tile_sums` writes each tile's total, the
+//! totals are scanned the same way (recursively), and `scan_tiles` scans
+//! each tile from its offset. No block waits for another, so it needs no
+//! forward-progress guarantee from any backend. The pull workload reuses
+//! it to turn per-jet constituent counts into offsets.
 
 use hetero::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, LaunchConfig, Stream};
 use rand::Rng;
 
-use super::{Env, Failure, Outcome, Workload, blocks_for, median, timed};
+use super::{Env, Failure, Outcome, Workload, median, timed};
 use crate::check::Verdict;
 use crate::inputs;
 
 /// Variant name and threads per block.
 pub const VARIANTS: [(&str, u32); 2] = [("block-256", 256), ("block-192", 192)];
+/// Elements each thread scans: a tile is `threads * ITEMS` elements.
+pub const ITEMS: u32 = 16;
 /// Largest count drawn; counts are uniform in `0..=MAX_COUNT`.
 pub const MAX_COUNT: u32 = 64;
 const REPEATS: usize = 5;
@@ -22,10 +27,15 @@ const REPEATS: usize = 5;
 pub struct ScanPlan {
     threads: u32,
     capacity: usize,
-    block: Kernel,
-    add: Kernel,
-    /// Per level: block totals and their scan.
+    sums: Kernel,
+    tiles: Kernel,
+    /// Per level: tile totals and their scan (at least one element each).
     levels: Vec<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
+}
+
+/// Tiles of `threads * ITEMS` elements covering `n` elements.
+fn tiles_for(n: usize, threads: u32) -> usize {
+    n.div_ceil(threads as usize * ITEMS as usize)
 }
 
 impl ScanPlan {
@@ -35,14 +45,15 @@ impl ScanPlan {
         let mut levels = Vec::new();
         let mut n = capacity;
         loop {
-            let blocks = blocks_for(n, threads) as usize;
-            levels.push((ctx.alloc::<u32>(blocks)?, ctx.alloc::<u32>(blocks)?));
-            if blocks <= 1 {
+            let tiles = tiles_for(n, threads).max(1);
+            levels.push((ctx.alloc::<u32>(tiles)?, ctx.alloc::<u32>(tiles)?));
+            if tiles <= 1 {
                 break;
             }
-            n = blocks;
+            n = tiles;
         }
-        Ok(Self { threads, capacity, block: module.kernel("scan_block")?, add: module.kernel("scan_add")?, levels })
+        let (sums, tiles) = (module.kernel("scan_tile_sums")?, module.kernel("scan_tiles")?);
+        Ok(Self { threads, capacity, sums, tiles, levels })
     }
 
     /// Enqueues `output = exclusive_scan(input)`; lengths must match and fit the plan.
@@ -60,15 +71,14 @@ impl ScanPlan {
                 format!("scan of {} elements into {} (plan capacity {})", input.len(), output.len(), self.capacity),
             ));
         }
-        let (block, add, threads) = (&self.block, &self.add, self.threads);
-        scan_level(stream, block, add, threads, input, output, &mut self.levels)
+        let kernels = (&self.sums, &self.tiles);
+        scan_level(stream, kernels, self.threads, input, output, &mut self.levels)
     }
 }
 
 fn scan_level(
     stream: &Stream,
-    block: &Kernel,
-    add: &Kernel,
+    (sums_kernel, tiles_kernel): (&Kernel, &Kernel),
     threads: u32,
     input: &DeviceSlice<'_, u32>,
     output: &DeviceSliceMut<'_, u32>,
@@ -78,7 +88,7 @@ fn scan_level(
     if n == 0 {
         return Ok(());
     }
-    let blocks = blocks_for(n, threads);
+    let tiles = tiles_for(n, threads);
     let Some(((sums, scanned), deeper)) = levels.split_first_mut() else {
         return Err(hetero::Error::new(
             stream.backend(),
@@ -87,32 +97,35 @@ fn scan_level(
             "scan plan too shallow",
         ));
     };
-    {
-        let totals = sums.slice_mut(..blocks as usize)?;
-        // SAFETY: scan_block reads input[0..n), writes output[0..n) and totals[0..blocks).
-        unsafe {
-            stream.launch(
-                block,
-                LaunchConfig::linear(blocks, threads, threads as usize * 8),
-                &[input.into(), output.into(), (&totals).into(), (n as u32).into()],
-            )
-        }?;
+    let tile = threads as usize * ITEMS as usize;
+    let tiles_shared = (tile + tile / 32 + 2 * threads as usize) * 4;
+    let use_offsets = u32::from(tiles > 1);
+    if tiles > 1 {
+        {
+            let totals = sums.slice_mut(..tiles)?;
+            // SAFETY: scan_tile_sums reads input[0..n) and writes totals[0..tiles).
+            unsafe {
+                stream.launch(
+                    sums_kernel,
+                    LaunchConfig::linear(tiles as u32, threads, threads as usize * 4),
+                    &[input.into(), (&totals).into(), (n as u32).into(), ITEMS.into()],
+                )
+            }?;
+        }
+        let totals = sums.slice(..tiles)?;
+        let offsets = scanned.slice_mut(..tiles)?;
+        scan_level(stream, (sums_kernel, tiles_kernel), threads, &totals, &offsets, deeper)?;
     }
-    if blocks > 1 {
-        let totals = sums.slice(..blocks as usize)?;
-        let offsets = scanned.slice_mut(..blocks as usize)?;
-        scan_level(stream, block, add, threads, &totals, &offsets, deeper)?;
-        let offsets = scanned.slice(..blocks as usize)?;
-        // SAFETY: scan_add updates output[0..n) and reads offsets[0..blocks).
-        unsafe {
-            stream.launch(
-                add,
-                LaunchConfig::linear(blocks, threads, 0),
-                &[output.into(), (&offsets).into(), (n as u32).into()],
-            )
-        }?;
+    // With one tile the offsets are not read (use_offsets is 0).
+    let offsets = scanned.slice(..tiles)?;
+    // SAFETY: scan_tiles reads input[0..n) and offsets[0..tiles) and writes output[0..n).
+    unsafe {
+        stream.launch(
+            tiles_kernel,
+            LaunchConfig::linear(tiles as u32, threads, tiles_shared),
+            &[input.into(), output.into(), (&offsets).into(), (n as u32).into(), ITEMS.into(), use_offsets.into()],
+        )
     }
-    Ok(())
 }
 
 /// Runs every variant over lengths 0, 1, 1001 and the full size.
@@ -130,7 +143,15 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut input = ctx.alloc::<u32>(n)?;
     stream.copy(&staged, &mut input)?;
     let mut output = ctx.alloc::<u32>(n)?;
-    let mut lengths = vec![0, 1, 1001.min(n), n];
+    // Empty, one element, one tile and its neighbours, two levels' worth
+    // and the whole input: prefixes of one input, each checked in full.
+    let mut lengths = vec![0, 1, 1001, n];
+    for (_, threads) in VARIANTS {
+        let tile = (threads * ITEMS) as usize;
+        lengths.extend([tile - 1, tile, tile + 1, tile * tile + 1]);
+    }
+    lengths.retain(|&len| len <= n);
+    lengths.sort_unstable();
     lengths.dedup();
 
     let mut outcomes = Vec::new();

@@ -61,8 +61,8 @@ pub(super) fn lookup(name: &str) -> Option<HostKernel> {
     Some(match name {
         "reduce_partial" => reduce::reduce_partial,
         "reduce_atomic" => reduce::reduce_atomic,
-        "scan_block" => scan::scan_block,
-        "scan_add" => scan::scan_add,
+        "scan_tile_sums" => scan::scan_tile_sums,
+        "scan_tiles" => scan::scan_tiles,
         "pull_jets" => pull::pull_jets,
         "wave_step" => wave::wave_step,
         "affine_u32" => util::affine_u32,
@@ -72,7 +72,7 @@ pub(super) fn lookup(name: &str) -> Option<HostKernel> {
 
 /// Names of every registered host kernel, for build logs.
 pub(super) const NAMES: &[&str] =
-    &["reduce_partial", "reduce_atomic", "scan_block", "scan_add", "pull_jets", "wave_step", "affine_u32"];
+    &["reduce_partial", "reduce_atomic", "scan_tile_sums", "scan_tiles", "pull_jets", "wave_step", "affine_u32"];
 
 /// A launch argument as the host kernel sees it.
 pub(super) enum Arg {

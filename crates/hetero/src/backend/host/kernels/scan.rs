@@ -1,36 +1,45 @@
-//! `scan_block` and `scan_add` of `scan.kern`. Integer sums are exact, so a
-//! sequential scan of the block gives the same result as the GPU's.
+//! `scan_tile_sums` and `scan_tiles` of `scan.kern`, one tile per block.
+//! Integer sums are exact, so sequential sums and scans of a tile give the
+//! same result as the GPU's.
 
 use super::{Args, Block, Fault};
 
-pub(super) fn scan_block(block: &Block, args: &Args) -> Fault<()> {
-    let input = args.buffer::<u32>(0)?;
-    let output = args.buffer::<u32>(1)?;
-    let block_sums = args.buffer::<u32>(2)?;
-    let n = args.u32(3)? as usize;
-    let threads = block.threads();
-    block.need_shared(threads * 8)?;
-    let first = block.idx[0] as usize * threads;
-    let mut running = 0u32;
-    for i in first..first + threads {
-        let v = if i < n { input.get(i)? } else { 0 };
-        if i < n {
-            output.set(i, running)?;
-        }
-        running = running.wrapping_add(v);
-    }
-    block_sums.set(block.idx[0] as usize, running)
+/// The tile of `block`: (first element, elements in it) for `n` elements.
+fn tile(block: &Block, items: usize, n: usize) -> (usize, usize) {
+    let size = block.threads() * items;
+    let start = block.idx[0] as usize * size;
+    (start, size.min(n.saturating_sub(start)))
 }
 
-pub(super) fn scan_add(block: &Block, args: &Args) -> Fault<()> {
-    let output = args.buffer::<u32>(0)?;
-    let offsets = args.buffer::<u32>(1)?;
+pub(super) fn scan_tile_sums(block: &Block, args: &Args) -> Fault<()> {
+    let input = args.buffer::<u32>(0)?;
+    let sums = args.buffer::<u32>(1)?;
     let n = args.u32(2)? as usize;
-    let threads = block.threads();
-    let add = offsets.get(block.idx[0] as usize)?;
-    let first = block.idx[0] as usize * threads;
-    for i in first..(first + threads).min(n) {
-        output.set(i, output.get(i)?.wrapping_add(add))?;
+    let items = args.u32(3)? as usize;
+    block.need_shared(block.threads() * 4)?;
+    let (start, len) = tile(block, items, n);
+    let mut total = 0u32;
+    for i in start..start + len {
+        total = total.wrapping_add(input.get(i)?);
+    }
+    sums.set(block.idx[0] as usize, total)
+}
+
+pub(super) fn scan_tiles(block: &Block, args: &Args) -> Fault<()> {
+    let input = args.buffer::<u32>(0)?;
+    let output = args.buffer::<u32>(1)?;
+    let offsets = args.buffer::<u32>(2)?;
+    let n = args.u32(3)? as usize;
+    let items = args.u32(4)? as usize;
+    let use_offsets = args.u32(5)? != 0;
+    let size = block.threads() * items;
+    block.need_shared((size + size / 32 + 2 * block.threads()) * 4)?;
+    let (start, len) = tile(block, items, n);
+    let mut running = if use_offsets { offsets.get(block.idx[0] as usize)? } else { 0 };
+    for i in start..start + len {
+        let v = input.get(i)?;
+        output.set(i, running)?;
+        running = running.wrapping_add(v);
     }
     Ok(())
 }
