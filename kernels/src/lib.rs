@@ -34,6 +34,10 @@ pub const SCAN: &str = include_str!("portable/scan.kern");
 pub const PULL: &str = include_str!("portable/pull.kern");
 /// 2D wave equation time step with source injection: `wave_step`.
 pub const WAVE: &str = include_str!("portable/wave.kern");
+/// Rows of one column each `wave_step` thread computes (`WAVE_ROWS` in
+/// `wave.kern`): a launch covers `ny` with `ceil(ny / WAVE_ROWS)` block rows
+/// of height 1.
+pub const WAVE_ROWS: u32 = 4;
 /// Small element-wise kernels used by tests and examples: `affine_u32`.
 pub const UTIL: &str = include_str!("portable/util.kern");
 
@@ -183,6 +187,13 @@ fn strip_comments(source: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wave_rows_match_the_source() {
+        // A launcher that covers ny with a different row count would leave
+        // rows uncomputed (or compute past the grid's blocks).
+        assert!(WAVE.contains(&format!("#define WAVE_ROWS {WAVE_ROWS}\n")), "wave.kern defines another WAVE_ROWS");
+    }
 
     #[test]
     fn names_of_every_source() {

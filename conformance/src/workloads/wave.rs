@@ -31,8 +31,10 @@ use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction};
 pub const C2: f32 = 0.25;
 /// Ricker peak frequency in cycles per step.
 pub const PEAK: f64 = 0.04;
-/// Threads per block side (blocks are `TILE x TILE`).
-pub const TILE: u32 = 16;
+/// Threads per block (one row of them, each computing
+/// [`hetero::kernels::WAVE_ROWS`] cells of its column) on a device that
+/// allows it; see [`block_width`].
+pub const BLOCK_WIDTH: u32 = 256;
 /// Rotating device wavefields.
 pub const FIELDS: usize = 5;
 
@@ -191,9 +193,18 @@ impl Run {
     }
 }
 
+/// Threads per block on `info`'s device: [`BLOCK_WIDTH`], or the most a
+/// block may have in x, rounded down to whole warps where it has them.
+pub fn block_width(info: &hetero::DeviceInfo) -> u32 {
+    let most = BLOCK_WIDTH.min(info.max_threads_per_block).min(info.max_block_dims[0]).max(1);
+    let warp = info.warp_size.max(1);
+    if most >= warp { most / warp * warp } else { most }
+}
+
 fn launch_step(
     stream: &Stream,
     kernel: &Kernel,
+    width: u32,
     g: Grid,
     fields: &mut [DeviceBuffer<f32>],
     step: usize,
@@ -205,8 +216,8 @@ fn launch_step(
     let (prev, cur, next) = (prev.slice(..)?, cur.slice(..)?, next.slice_mut(..)?);
     let (sx, sy) = g.source();
     let config = LaunchConfig {
-        grid: [(g.nx as u32).div_ceil(TILE), (g.ny as u32).div_ceil(TILE), 1],
-        block: [TILE, TILE, 1],
+        grid: [(g.nx as u32).div_ceil(width), (g.ny as u32).div_ceil(hetero::kernels::WAVE_ROWS), 1],
+        block: [width, 1, 1],
         shared_bytes: 0,
     };
     let args = [
@@ -227,6 +238,7 @@ fn launch_step(
 
 fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant: Variant) -> Result<Run, Failure> {
     let cells = g.cells();
+    let width = block_width(ctx.info());
     let compute = ctx.stream()?;
     let copier = ctx.stream()?;
     let mut fields = Vec::with_capacity(FIELDS);
@@ -255,7 +267,7 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
             awaiting_copy = [false; FIELDS];
         }
         timeline.span(&compute, "compute", "wave_step", Kind::Kernel, || {
-            launch_step(&compute, kernel, g, &mut fields, step, src)
+            launch_step(&compute, kernel, width, g, &mut fields, step, src)
         })?;
         if (step + 1) % g.snapshot_every != 0 {
             continue;
@@ -304,13 +316,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
 
     let kernel = env.ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_step")?;
     // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
-    run_variant(
-        env.ctx,
-        &kernel,
-        Grid { nx: 2 * TILE as usize, ny: 2 * TILE as usize, steps: 2, snapshot_every: 1 },
-        &source[..2],
-        Variant::Sync,
-    )?;
+    run_variant(env.ctx, &kernel, Grid { nx: 32, ny: 32, steps: 2, snapshot_every: 1 }, &source[..2], Variant::Sync)?;
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;
     for variant in Variant::ALL {

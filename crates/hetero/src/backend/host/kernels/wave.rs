@@ -1,4 +1,5 @@
-//! `wave_step` of `wave.kern`, with the same association of every sum.
+//! `wave_step` of `wave.kern`, with the same association of every sum: each
+//! thread of a block computes `WAVE_ROWS` cells of its column.
 
 use super::{Args, Block, Fault};
 
@@ -9,8 +10,9 @@ pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
     let c2 = args.f32(5)?;
     let (src_x, src_y, src) = (args.u32(6)? as usize, args.u32(7)? as usize, args.f32(8)?);
     let [dx, dy, _] = block.dim.map(|d| d as usize);
-    let (x0, y0) = (block.idx[0] as usize * dx, block.idx[1] as usize * dy);
-    for y in y0..(y0 + dy).min(ny) {
+    let rows = dy * hetero_kernels::WAVE_ROWS as usize;
+    let (x0, y0) = (block.idx[0] as usize * dx, block.idx[1] as usize * rows);
+    for y in y0..(y0 + rows).min(ny) {
         for x in x0..(x0 + dx).min(nx) {
             let i = y * nx + x;
             if x < 2 || y < 2 || x + 2 >= nx || y + 2 >= ny {
