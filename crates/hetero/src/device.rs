@@ -325,6 +325,13 @@ pub trait Device: Send + Sync + 'static {
     unsafe fn destroy_event(&self, event: EventId) -> Result<()>;
     /// Marks the point in `stream` reached by all work enqueued so far.
     ///
+    /// The event then stands for this recording only, even while an earlier
+    /// one (on any stream) is pending: queries and times are about the
+    /// latest recording, and a [`Device::stream_wait_event`] issued before
+    /// waits for what was recorded when it was issued (CUDA's semantics;
+    /// every backend keeps them, and the typed layer relies on them to
+    /// reuse its tracking events).
+    ///
     /// # Safety
     /// `event` and `stream` must be owned by the caller; re-recording an
     /// event that someone relies on to track memory breaks that tracking.

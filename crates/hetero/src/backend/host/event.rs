@@ -1,11 +1,14 @@
-//! Events of the host backend: a generation counter per event and the time
-//! its latest recording was reached by the stream worker.
+//! Events of the host backend: a generation counter per event and which
+//! of its recordings the stream workers have reached.
 //!
-//! `recorded` counts recordings; `completed` is the highest recording a
-//! stream has reached. A stream that waits on an event captures the
-//! `recorded` count at the time of the call (CUDA semantics), so recording
-//! the event again later does not change what the wait waits for.
+//! `recorded` counts recordings. Recordings on different streams may be
+//! reached out of order, so each is tracked on its own (CUDA semantics): a
+//! query or a time is about the latest recording only, and a stream that
+//! waits on an event captures the `recorded` count at the time of the call,
+//! so recording the event again later does not change what the wait waits
+//! for — nor does an earlier wait pass because a later recording was reached.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -15,10 +18,20 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Default)]
 struct Marks {
     recorded: u64,
-    completed: u64,
-    time: Option<Instant>,
-    /// Set when a recording was reached by a stream that had failed.
-    error: Option<Error>,
+    /// Every recording up to this one has been reached.
+    contiguous: u64,
+    /// Recordings after `contiguous` that have been reached.
+    ahead: BTreeSet<u64>,
+    /// The highest recording reached and when.
+    latest: Option<(u64, Instant)>,
+    /// Recordings reached by a stream that had failed, with its error.
+    failed: BTreeMap<u64, Error>,
+}
+
+impl Marks {
+    fn reached(&self, generation: u64) -> bool {
+        generation <= self.contiguous || self.ahead.contains(&generation)
+    }
 }
 
 /// One event, shared by the device table and the operations that signal or wait on it.
@@ -70,28 +83,37 @@ impl HostEvent {
     /// Marks `generation` as reached now; `failed` is the error of the
     /// stream that reached it, if that stream had failed.
     pub(super) fn complete(&self, generation: u64, failed: Option<Error>) {
-        let mut marks = self.lock();
-        if generation > marks.completed {
-            marks.completed = generation;
-            marks.time = Some(Instant::now());
-            marks.error = failed;
+        let mut guard = self.lock();
+        let marks = &mut *guard;
+        if !marks.reached(generation) {
+            marks.ahead.insert(generation);
+            while marks.ahead.remove(&(marks.contiguous + 1)) {
+                marks.contiguous += 1;
+            }
+            if marks.latest.is_none_or(|(g, _)| generation > g) {
+                marks.latest = Some((generation, Instant::now()));
+            }
+            if let Some(e) = failed {
+                marks.failed.insert(generation, e);
+            }
         }
         self.reached.notify_all();
     }
 
+    /// `true` when the latest recording has been reached (or there is none).
     pub(super) fn is_complete(&self) -> bool {
         let marks = self.lock();
-        marks.completed >= marks.recorded
+        marks.reached(marks.recorded)
     }
 
-    /// Blocks until `generation` is reached; the error of a failed stream
-    /// that reached it (or a later recording).
+    /// Blocks until `generation` is reached; the error of the stream that
+    /// reached it, if that stream had failed.
     pub(super) fn wait_for(&self, generation: u64) -> Result<()> {
         let mut marks = self.lock();
-        while marks.completed < generation {
+        while !marks.reached(generation) {
             marks = self.reached.wait(marks).unwrap_or_else(PoisonError::into_inner);
         }
-        marks.error.clone().map_or(Ok(()), Err)
+        marks.failed.get(&generation).cloned().map_or(Ok(()), Err)
     }
 
     /// Blocks until the latest recording is reached; the error of a failed
@@ -104,16 +126,63 @@ impl HostEvent {
     /// When the latest recording was reached, or `NotReady`.
     pub(super) fn time(&self, call: &'static str) -> Result<Instant> {
         let marks = self.lock();
-        if let Some(e) = &marks.error {
+        if let Some(e) = marks.failed.get(&marks.recorded) {
             return Err(e.clone());
         }
-        match marks.time {
-            Some(t) if marks.completed >= marks.recorded => Ok(t),
+        match marks.latest {
+            Some((g, t)) if g == marks.recorded => Ok(t),
             _ => Err(error(
                 call,
                 ErrorKind::NotReady,
                 if marks.recorded == 0 { "event was never recorded" } else { "event has not completed yet" },
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect guarded: `completed` was the highest recording reached, so a
+    /// re-recording reached on another stream let a wait captured for the
+    /// earlier, still pending recording pass at once (the stress test saw
+    /// the tracker's reused events complete early).
+    #[test]
+    fn a_later_recording_does_not_complete_an_earlier_one() {
+        let event = HostEvent::default();
+        let first = event.begin_record();
+        let second = event.begin_record();
+        event.complete(second, None);
+        assert!(event.is_complete(), "a query is about the latest recording");
+        assert!(event.time("test").is_ok());
+        assert!(!event.lock().reached(first), "the first recording is still pending");
+        event.complete(first, None);
+        assert!(event.lock().reached(first));
+        assert_eq!(event.lock().contiguous, second);
+        assert!(event.lock().ahead.is_empty());
+    }
+
+    #[test]
+    fn an_earlier_recording_reached_leaves_the_latest_pending() {
+        let event = HostEvent::default();
+        let first = event.begin_record();
+        let _second = event.begin_record();
+        event.complete(first, None);
+        assert!(!event.is_complete());
+        assert!(event.time("test").is_err());
+        assert!(event.wait_for(first).is_ok());
+    }
+
+    #[test]
+    fn a_failure_belongs_to_the_recording_that_saw_it() {
+        let event = HostEvent::default();
+        let first = event.begin_record();
+        let second = event.begin_record();
+        event.complete(second, Some(error("test", ErrorKind::Driver, "stream failed")));
+        event.complete(first, None);
+        assert!(event.wait_for(first).is_ok());
+        assert!(event.wait_for(second).is_err());
+        assert!(event.time("test").is_err());
     }
 }
