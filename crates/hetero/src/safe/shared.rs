@@ -84,8 +84,7 @@ impl<D: Device> Shared<D> {
         // A spare event may still be pending: recording it again is fine, as
         // every backend gives an event the meaning of its latest recording
         // and waits keep what they captured (the contract of `record_event`).
-        let spare = self.spare().pop();
-        let event = match spare {
+        let event = match self.spare().pop() {
             Some(e) => e,
             None => self.device.create_sync_event()?,
         };

@@ -1,7 +1,7 @@
 //! [`Runtime`]: what the shared GPU device needs of a CUDA-like runtime.
 //!
 //! Each method wraps exactly one vendor call (or a fixed short sequence,
-//! documented where it is one) and converts its status into an [`Error`]
+//! documented where it is one) and converts its status into an [`Error`](crate::Error)
 //! whose kind is [`crate::ErrorKind::KernelFault`] for the runtime's sticky
 //! errors; the shared device poisons itself on those. Handles are the
 //! runtime's raw ones; the shared device owns them and upholds each

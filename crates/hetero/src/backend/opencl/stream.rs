@@ -41,7 +41,7 @@ struct Last {
     /// driver gives none for barriers).
     event: Option<(Event, bool)>,
     /// Commands enqueued since the last flush, and when the first of them was.
-    unflushed: u32,
+    commands: u32,
     oldest: Option<Instant>,
 }
 
@@ -61,7 +61,7 @@ impl ClStream {
         Ok(Self {
             queue: create(context, profiling)?,
             profiling,
-            last: Mutex::new(Last { event: None, unflushed: 0, oldest: None }),
+            last: Mutex::new(Last { event: None, commands: 0, oldest: None }),
             unflushed: AtomicBool::new(false),
         })
     }
@@ -93,9 +93,9 @@ impl ClStream {
         let due = {
             let mut last = self.lock();
             last.event = Some((event, reusable));
-            last.unflushed += 1;
+            last.commands += 1;
             let oldest = *last.oldest.get_or_insert_with(Instant::now);
-            last.unflushed >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER
+            last.commands >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER
         };
         self.unflushed.store(true, Ordering::Release);
         if due { self.flush() } else { Ok(()) }
@@ -110,7 +110,7 @@ impl ClStream {
         if self.unflushed.swap(false, Ordering::AcqRel) {
             {
                 let mut last = self.lock();
-                (last.unflushed, last.oldest) = (0, None);
+                (last.commands, last.oldest) = (0, None);
             }
             self.queue.flush().map_err(from_cl("clFlush"))?;
         }
@@ -124,7 +124,7 @@ impl ClStream {
     }
 
     /// A retained handle to the event of the last command, if it may stand
-    /// for a recording (see the `last` field).
+    /// for a recording (see [`Last::event`]).
     pub(super) fn last_event(&self) -> Result<Option<Event>> {
         let last = self.lock();
         match last.event.as_ref() {
