@@ -460,7 +460,10 @@ pub trait Device: Send + Sync + 'static {
     /// buffer argument must point into a live device allocation, and the
     /// kernel must only access memory within the ranges the caller has made
     /// available to it; no other stream may write those ranges until it
-    /// completes. The handles must be owned by the caller.
+    /// completes. No element one thread writes may be read or written by
+    /// another thread of the launch without the kernel's own synchronisation
+    /// (a data race, undefined behaviour on every backend, the host's
+    /// included). The handles must be owned by the caller.
     unsafe fn launch(
         &self,
         kernel: KernelId,

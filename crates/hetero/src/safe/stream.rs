@@ -296,7 +296,9 @@ impl<D: Device> Stream<D> {
     /// # Safety
     /// The kernel is foreign code: it must match `args` in number and type,
     /// read and write only within the slices passed (a read-only slice must
-    /// not be written), and finish in finite time.
+    /// not be written), not race between its threads (an element one thread
+    /// writes is not accessed by another without synchronisation), and
+    /// finish in finite time.
     pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
         same_device(&self.device, &kernel.device, "launch")?;
         // The shape is validated by the backend (`LaunchConfig::validate`, the

@@ -3,6 +3,12 @@
 use super::{Args, Block, Fault, block_sum};
 
 /// Per-thread grid-stride sums of one block, as `thread_sum` computes them.
+///
+/// Every thread's four accumulators see the kernel's additions in the
+/// kernel's order, so the sums are bit-identical to a GPU's without fused
+/// multiply-adds. The loop runs across the block's threads first: one step
+/// of all threads reads one contiguous run of `threads` elements, added to
+/// contiguous accumulators (a vectorised loop).
 fn thread_sums(block: &Block, args: &Args) -> Fault<Vec<f32>> {
     let input = args.buffer::<f32>(0)?;
     let n = args.u32(2)? as usize;
@@ -10,22 +16,31 @@ fn thread_sums(block: &Block, args: &Args) -> Fault<Vec<f32>> {
     block.need_shared(threads * 4)?;
     let stride = threads * block.grid[0] as usize;
     let first = block.idx[0] as usize * threads;
+    let mut acc = [vec![0.0f32; threads], vec![0.0f32; threads], vec![0.0f32; threads], vec![0.0f32; threads]];
+    // Thread 0's index; while the block's last thread takes the four-load
+    // step, every thread does.
+    let mut i = first;
+    while i + threads + 3 * stride <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            input.add_to(i + k * stride, a)?;
+        }
+        i += 4 * stride;
+    }
+    // The rest thread by thread, as the kernel's loops run it.
     (0..threads)
         .map(|tid| {
-            // The kernel's four accumulators, in its order of additions.
-            let mut acc = [0.0f32; 4];
-            let mut i = first + tid;
-            while i + 3 * stride < n {
+            let mut j = i + tid;
+            while j + 3 * stride < n {
                 for (k, a) in acc.iter_mut().enumerate() {
-                    *a += input.get(i + k * stride)?;
+                    a[tid] += input.get(j + k * stride)?;
                 }
-                i += 4 * stride;
+                j += 4 * stride;
             }
-            while i < n {
-                acc[0] += input.get(i)?;
-                i += stride;
+            while j < n {
+                acc[0][tid] += input.get(j)?;
+                j += stride;
             }
-            Ok((acc[0] + acc[1]) + (acc[2] + acc[3]))
+            Ok((acc[0][tid] + acc[1][tid]) + (acc[2][tid] + acc[3][tid]))
         })
         .collect()
 }

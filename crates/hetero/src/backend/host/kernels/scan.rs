@@ -1,8 +1,12 @@
 //! `scan_tile_sums` and `scan_tiles` of `scan.kern`, one tile per block.
 //! Integer sums are exact, so sequential sums and scans of a tile give the
-//! same result as the GPU's.
+//! same result as the GPU's. Tiles are copied through local memory in runs
+//! of `RUN` elements.
 
 use super::{Args, Block, Fault};
+
+/// Elements copied in or out at a time.
+const RUN: usize = 2048;
 
 /// The tile of `block`: (first element, elements in it) for `n` elements.
 fn tile(block: &Block, items: usize, n: usize) -> (usize, usize) {
@@ -18,9 +22,12 @@ pub(super) fn scan_tile_sums(block: &Block, args: &Args) -> Fault<()> {
     let items = args.u32(3)? as usize;
     block.need_shared(block.threads() * 4)?;
     let (start, len) = tile(block, items, n);
+    let mut run = [0u32; RUN];
     let mut total = 0u32;
-    for i in start..start + len {
-        total = total.wrapping_add(input.get(i)?);
+    for at in (start..start + len).step_by(RUN) {
+        let part = &mut run[..RUN.min(start + len - at)];
+        input.read(at, part)?;
+        total = part.iter().fold(total, |t, &v| t.wrapping_add(v));
     }
     sums.set(block.idx[0] as usize, total)
 }
@@ -36,10 +43,16 @@ pub(super) fn scan_tiles(block: &Block, args: &Args) -> Fault<()> {
     block.need_shared((size + size / 32 + 2 * block.threads()) * 4)?;
     let (start, len) = tile(block, items, n);
     let mut running = if use_offsets { offsets.get(block.idx[0] as usize)? } else { 0 };
-    for i in start..start + len {
-        let v = input.get(i)?;
-        output.set(i, running)?;
-        running = running.wrapping_add(v);
+    let mut run = [0u32; RUN];
+    for at in (start..start + len).step_by(RUN) {
+        let part = &mut run[..RUN.min(start + len - at)];
+        input.read(at, part)?;
+        for v in part.iter_mut() {
+            let next = running.wrapping_add(*v);
+            *v = running;
+            running = next;
+        }
+        output.write(at, part)?;
     }
     Ok(())
 }

@@ -1,5 +1,9 @@
 //! `wave_step` of `wave.kern`, with the same association of every sum: each
-//! thread of a block computes `WAVE_ROWS` cells of its column.
+//! block computes `WAVE_ROWS` rows per thread row, over its columns.
+//!
+//! A row of the block is computed from local copies of the five rows of `u`
+//! it needs and its row of `u_prev`, in one loop over the columns that the
+//! compiler vectorises.
 
 use super::{Args, Block, Fault};
 
@@ -12,22 +16,39 @@ pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
     let [dx, dy, _] = block.dim.map(|d| d as usize);
     let rows = dy * hetero_kernels::WAVE_ROWS as usize;
     let (x0, y0) = (block.idx[0] as usize * dx, block.idx[1] as usize * rows);
+    let x_end = (x0 + dx).min(nx);
+    if x0 >= x_end {
+        return Ok(());
+    }
+    // The block's interior columns, [xa, xb): the two outermost on each side stay zero.
+    let (xa, xb) = (x0.max(2), x_end.min(nx.saturating_sub(2)));
+    let width = xb.saturating_sub(xa);
+    let mut out = vec![0.0f32; x_end - x0];
+    let mut mid = vec![0.0f32; width + 4];
+    let [mut up2, mut up1, mut dn1, mut dn2, mut prev] = std::array::from_fn(|_| vec![0.0f32; width]);
     for y in y0..(y0 + rows).min(ny) {
-        for x in x0..(x0 + dx).min(nx) {
-            let i = y * nx + x;
-            if x < 2 || y < 2 || x + 2 >= nx || y + 2 >= ny {
-                u_next.set(i, 0.0)?;
-                continue;
+        let row = y * nx;
+        out.fill(0.0);
+        if width > 0 && y >= 2 && y + 2 < ny {
+            u.read(row + xa - 2, &mut mid)?;
+            u.read(row - 2 * nx + xa, &mut up2)?;
+            u.read(row - nx + xa, &mut up1)?;
+            u.read(row + nx + xa, &mut dn1)?;
+            u.read(row + 2 * nx + xa, &mut dn2)?;
+            u_prev.read(row + xa, &mut prev)?;
+            let cells = out[xa - x0..xb - x0].iter_mut();
+            for (j, v) in cells.enumerate() {
+                let c = mid[j + 2];
+                let near = (mid[j + 1] + mid[j + 3]) + (up1[j] + dn1[j]);
+                let far = (mid[j] + mid[j + 4]) + (up2[j] + dn2[j]);
+                let lap = (4.0f32 / 3.0) * near - (1.0f32 / 12.0) * far - 5.0 * c;
+                *v = 2.0 * c - prev[j] + c2 * lap;
             }
-            let near = (u.get(i - 1)? + u.get(i + 1)?) + (u.get(i - nx)? + u.get(i + nx)?);
-            let far = (u.get(i - 2)? + u.get(i + 2)?) + (u.get(i - 2 * nx)? + u.get(i + 2 * nx)?);
-            let lap = (4.0f32 / 3.0) * near - (1.0f32 / 12.0) * far - 5.0 * u.get(i)?;
-            let mut v = 2.0 * u.get(i)? - u_prev.get(i)? + c2 * lap;
-            if x == src_x && y == src_y {
-                v += src;
+            if y == src_y && (xa..xb).contains(&src_x) {
+                out[src_x - x0] += src;
             }
-            u_next.set(i, v)?;
         }
+        u_next.write(row + x0, &out)?;
     }
     Ok(())
 }
