@@ -6,7 +6,9 @@
 #   bash ci/gpu/run.sh cuda none          # tests only
 #
 # For each backend and size it runs `conform` and writes
-# $OUT/<backend>-<size>.json; it also runs the API semantics tests and the
+# $OUT/<backend>-<size>.json (with the vendor library's times from
+# ci/gpu/baseline.py, $OUT/baseline-<size>.json, where torch can use the
+# GPU); it also runs the API semantics tests and the
 # sticky-fault test with the backends required. Everything printed goes to
 # $OUT/run.log too; a summary table is printed last.
 set -uo pipefail
@@ -33,11 +35,22 @@ if [ $probe -ne 0 ]; then
   exit 1
 fi
 status=0
+# The vendor library on this device, at each size, when torch is here: each
+# conform run gets a `baseline` section with hetero's ratio to it.
+declare -A library
+for size in ${sizes//,/ }; do
+  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    echo "== vendor library baseline, size $size"
+    if timeout 120 python3 ci/gpu/baseline.py --size "$size" --json "$out/baseline-$size.json"; then
+      library[$size]="--baseline $out/baseline-$size.json"
+    fi
+  fi
+done
 declare -A verdict
 for backend in ${backends//,/ }; do
   for size in ${sizes//,/ }; do
     echo "== conform --backend $backend --size $size"
-    timeout 240 "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json"
+    timeout 240 "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json" ${library[$size]:-}
     code=$?
     verdict[$backend-$size]=$code
     [ $code -eq 0 ] || status=1

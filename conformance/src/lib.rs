@@ -12,6 +12,7 @@ pub mod dump;
 pub mod html;
 pub mod inputs;
 pub mod junit;
+pub mod library;
 pub mod markdown;
 pub mod output;
 pub mod report;

@@ -75,6 +75,10 @@ struct Cli {
     /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.
     #[arg(long)]
     pull_pageable: bool,
+    /// A vendor library's times on this device (`ci/gpu/baseline.py`): each run on that device
+    /// gets a `baseline` section with hetero's time over the library's.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
     /// Wave grid side in cells (default: by size).
     #[arg(long, value_name = "CELLS", value_parser = clap::value_parser!(u32).range(5..=65536))]
     wave_grid: Option<u32>,
@@ -123,6 +127,8 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
     .collect();
     conformance::output::check_distinct(&files).map_err(CannotRun)?;
+    let library =
+        cli.baseline.as_deref().map(|p| conformance::library::load(p, cli.size)).transpose().map_err(CannotRun)?;
     let (contexts, unavailable) = select(cli)?;
     if let Some(grid) = wave {
         check_memory(&contexts, grid)?;
@@ -161,7 +167,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         if let Some(bar) = &progress {
             bar.set_message(format!("{}: running", ctx.info().backend));
         }
-        let run = run_device(ctx, &selection, &mut baseline, |r| {
+        let mut run = run_device(ctx, &selection, &mut baseline, |r| {
             let line = format!(
                 "{} {} {}: {}",
                 ctx.info().backend,
@@ -174,6 +180,15 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
                 None => eprintln!("  {line}"),
             }
         });
+        if let Some(measured) = &library {
+            run.baseline = conformance::library::compare(measured, &run);
+            if run.baseline.is_none() {
+                eprintln!(
+                    "  {}: no library baseline: it was measured on {}, this is {}",
+                    run.backend, measured.device, run.device.name
+                );
+            }
+        }
         runs.push(run);
     }
     if let Some(bar) = progress {

@@ -37,6 +37,10 @@ pub struct Run {
     /// the baseline of the workloads' `gbps` figures (`null` if not measured).
     #[serde(default)]
     pub d2d_gbps: Option<f64>,
+    /// A vendor library's times on the same device and hetero's ratio to
+    /// them (`conform --baseline`); absent without one or on another device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<crate::library::RunBaseline>,
     /// One entry per workload variant.
     pub results: Vec<ResultRecord>,
 }

@@ -78,7 +78,13 @@ pub fn run_device(
     if first {
         baseline.label = Some(format!("{} ({})", ctx.info().backend, ctx.info().name));
     }
-    Run { backend: ctx.info().backend.name().to_string(), device: DeviceReport::from(ctx.info()), d2d_gbps, results }
+    Run {
+        backend: ctx.info().backend.name().to_string(),
+        device: DeviceReport::from(ctx.info()),
+        d2d_gbps,
+        baseline: None,
+        results,
+    }
 }
 
 /// The record of one outcome, with its bandwidth ratio and its comparison

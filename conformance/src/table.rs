@@ -110,6 +110,20 @@ pub fn render(report: &Report) -> String {
             out += "\n";
         }
     }
+    for run in &report.runs {
+        let Some(baseline) = &run.baseline else { continue };
+        let ratios: Vec<String> = baseline
+            .ratios
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} {:.3} ms vs {} {:.3} ms ({:.2}x)",
+                    r.workload, r.variant, r.hetero_ms, r.library, r.library_ms, r.ratio
+                )
+            })
+            .collect();
+        out += &format!("library: {}: {}\n", run.backend, ratios.join(", "));
+    }
     for u in &report.unavailable {
         out += &format!("skipped: {}: {}\n", u.backend, u.reason);
     }

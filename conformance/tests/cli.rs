@@ -371,3 +371,48 @@ fn dump_into_a_folder_with_files_exits_2() {
     assert_eq!(std::fs::read_to_string(dir.join("README.md")).unwrap(), "mine");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_library_baseline_is_attached_to_its_device_and_size_only() {
+    let dir = scratch("baseline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, file) = (dir.join("report.json"), dir.join("baseline.json"));
+    let args = ["--backend", "host", "--workload", "reduce", "--json", json.to_str().unwrap()];
+    assert_eq!(conform(&args).status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let device = report["runs"][0]["device"]["name"].as_str().unwrap().to_string();
+    let baseline = |device: &str, elements: u64| {
+        let text = serde_json::json!({
+            "device": device, "elements": elements, "warmup": 1, "repeats": 3,
+            "entries": [{ "workload": "reduce", "library": "lib.sum", "ms": 0.25, "gbps": 16.8 }]
+        });
+        std::fs::write(&file, text.to_string()).unwrap();
+    };
+    let with = |extra: &[&str]| conform(&[&args[..], &["--baseline", file.to_str().unwrap()], extra].concat());
+
+    baseline(&device, 1 << 20);
+    let out = with(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("vs lib.sum 0.250 ms"));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ratios = report["runs"][0]["baseline"]["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 3, "one per reduce variant");
+    for r in ratios {
+        let (hetero, library) = (r["hetero_ms"].as_f64().unwrap(), r["library_ms"].as_f64().unwrap());
+        assert_eq!(library, 0.25);
+        assert!((r["ratio"].as_f64().unwrap() - hetero / library).abs() < 1e-12);
+    }
+
+    baseline("some other device", 1 << 20);
+    let out = with(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no library baseline"), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(report["runs"][0].get("baseline").is_none());
+
+    baseline(&device, 1 << 28);
+    let out = with(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--size large"), "{}", stderr(&out));
+    std::fs::remove_dir_all(dir).unwrap();
+}

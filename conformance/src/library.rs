@@ -1,0 +1,218 @@
+//! Vendor-library times of the same work on the same device, and hetero's
+//! ratio to them: the `baseline` section of a run (`conform --baseline FILE`).
+//!
+//! The file is what `ci/gpu/baseline.py` writes on a GPU node (torch and
+//! CuPy, event-timed medians after warm-up). A run gets a `baseline` only
+//! when its device has the file's device name and the file was measured at
+//! the run's element count, so every ratio compares the same work on the
+//! same hardware.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Run;
+use crate::workloads::{self, Size};
+
+/// A vendor library's figures, as the baseline file holds them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Measured {
+    /// Device name as the library reports it.
+    pub device: String,
+    /// Elements of the one-dimensional workloads (and f32 of the copy).
+    pub elements: u64,
+    /// Untimed runs before the timed ones.
+    pub warmup: u32,
+    /// Timed runs; each figure is their median.
+    pub repeats: u32,
+    /// Library name → version.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
+    /// One entry per workload and library.
+    pub entries: Vec<LibraryTime>,
+}
+
+/// One library's time for one workload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LibraryTime {
+    /// `copy` (device to device), `reduce` or `scan`.
+    pub workload: String,
+    /// The call, e.g. `torch.sum` or `cupy.cumsum int32`.
+    pub library: String,
+    /// Median device milliseconds.
+    pub ms: f64,
+    /// Bytes that must move over `ms`, in GB/s.
+    pub gbps: f64,
+}
+
+/// The `baseline` section of a run: the library's figures and the ratios.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunBaseline {
+    /// The figures the ratios are taken against.
+    #[serde(flatten)]
+    pub measured: Measured,
+    /// hetero's time over the library's, per result and library.
+    pub ratios: Vec<Ratio>,
+}
+
+/// hetero against one library on one workload variant.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Ratio {
+    /// Workload (`copy` for the device-to-device copy).
+    pub workload: String,
+    /// hetero's variant (`d2d` for the copy).
+    pub variant: String,
+    /// The library call.
+    pub library: String,
+    /// hetero's median device milliseconds (for the copy: `elements` f32 at
+    /// the run's measured copy bandwidth).
+    pub hetero_ms: f64,
+    /// The library's median device milliseconds.
+    pub library_ms: f64,
+    /// `hetero_ms / library_ms`: below 1, hetero is faster.
+    pub ratio: f64,
+}
+
+/// Reads a baseline file for a run at `size`; the message says what to fix.
+pub fn load(path: &Path, size: Size) -> Result<Measured, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--baseline {}: {e}", path.display()))?;
+    let measured: Measured = serde_json::from_str(&text).map_err(|e| {
+        format!("--baseline {}: not a baseline file ({e}); make one with ci/gpu/baseline.py", path.display())
+    })?;
+    let want = workloads::elements(size) as u64;
+    if measured.elements != want {
+        let matching = [Size::Small, Size::Medium, Size::Large]
+            .into_iter()
+            .find(|s| workloads::elements(*s) as u64 == measured.elements)
+            .map_or(String::new(), |s| format!(" or run conform with --size {}", s.name()));
+        return Err(format!(
+            "--baseline {}: measured at {} elements, but size {} runs {want}; \
+             rerun `ci/gpu/baseline.py --size {}`{matching}",
+            path.display(),
+            measured.elements,
+            size.name(),
+            size.name()
+        ));
+    }
+    if let Some(bad) = measured.entries.iter().find(|e| !(e.ms.is_finite() && e.ms > 0.0)) {
+        return Err(format!(
+            "--baseline {}: {} {} has time {} ms; times must be positive",
+            path.display(),
+            bad.workload,
+            bad.library,
+            bad.ms
+        ));
+    }
+    Ok(measured)
+}
+
+/// The `baseline` section of `run`, or `None` when the run is on another device.
+pub fn compare(measured: &Measured, run: &Run) -> Option<RunBaseline> {
+    if run.device.name != measured.device {
+        return None;
+    }
+    let mut ratios = Vec::new();
+    for entry in &measured.entries {
+        if entry.workload == "copy" {
+            if let Some(gbps) = run.d2d_gbps.filter(|g| *g > 0.0) {
+                let hetero_ms = 8.0 * measured.elements as f64 / (gbps * 1e6);
+                ratios.push(ratio(entry, "d2d", hetero_ms));
+            }
+            continue;
+        }
+        for result in run.results.iter().filter(|r| r.workload.name() == entry.workload) {
+            if let Some(ms) = result.device_ms {
+                ratios.push(ratio(entry, &result.variant, ms));
+            }
+        }
+    }
+    Some(RunBaseline { measured: measured.clone(), ratios })
+}
+
+fn ratio(entry: &LibraryTime, variant: &str, hetero_ms: f64) -> Ratio {
+    Ratio {
+        workload: entry.workload.clone(),
+        variant: variant.to_string(),
+        library: entry.library.clone(),
+        hetero_ms,
+        library_ms: entry.ms,
+        ratio: hetero_ms / entry.ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{DeviceReport, ResultRecord};
+    use crate::workloads::Workload;
+
+    fn measured(device: &str, elements: u64) -> Measured {
+        let entry = |workload: &str, library: &str, ms: f64| LibraryTime {
+            workload: workload.into(),
+            library: library.into(),
+            ms,
+            gbps: 1.0,
+        };
+        Measured {
+            device: device.into(),
+            elements,
+            warmup: 3,
+            repeats: 11,
+            versions: BTreeMap::new(),
+            entries: vec![entry("copy", "torch copy_", 0.5), entry("reduce", "torch.sum", 0.4)],
+        }
+    }
+
+    fn run(device: &str) -> Run {
+        let mut result = ResultRecord::failure(Workload::Reduce, Size::Small, String::new());
+        result.variant = "two-pass-256".into();
+        result.device_ms = Some(0.2);
+        let mut scan = result.clone();
+        scan.workload = Workload::Scan;
+        Run {
+            backend: "cuda".into(),
+            device: DeviceReport {
+                name: device.into(),
+                vendor: String::new(),
+                platform: String::new(),
+                ordinal: 0,
+                total_memory_bytes: 0,
+                compute_units: 1,
+                warp_size: 32,
+            },
+            d2d_gbps: Some(16.0),
+            baseline: None,
+            results: vec![result, scan],
+        }
+    }
+
+    #[test]
+    fn ratios_pair_each_library_with_the_same_workload_only() {
+        let section = compare(&measured("GPU", 1_000_000), &run("GPU")).expect("same device");
+        let got: Vec<(&str, &str, f64)> =
+            section.ratios.iter().map(|r| (r.workload.as_str(), r.variant.as_str(), r.ratio)).collect();
+        // The copy: 8e6 bytes at 16 GB/s is 0.5 ms, the library's time.
+        assert_eq!(got, vec![("copy", "d2d", 1.0), ("reduce", "two-pass-256", 0.5)]);
+    }
+
+    #[test]
+    fn another_device_gets_no_baseline() {
+        assert!(compare(&measured("GPU", 1_000_000), &run("CPU")).is_none());
+    }
+
+    #[test]
+    fn a_file_of_another_size_is_refused_with_the_fix() {
+        let dir = std::env::temp_dir().join(format!("hetero-baseline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("baseline.json");
+        let text = serde_json::to_string(&measured("GPU", 1 << 28)).expect("serialises");
+        std::fs::write(&path, text).expect("write");
+        let err = load(&path, Size::Small).expect_err("small is 2^20 elements");
+        assert!(err.contains("--size small"), "{err}");
+        assert_eq!(load(&path, Size::Large), Ok(measured("GPU", 1 << 28)));
+        std::fs::write(&path, "{}").expect("write");
+        assert!(load(&path, Size::Large).expect_err("not a baseline").contains("baseline.py"));
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+}
