@@ -4,9 +4,10 @@
 //! handle issued by one device (or of another kind) is never found in
 //! another table and is refused with [`ErrorKind::InvalidHandle`].
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+
+use rustc_hash::FxHashMap;
 
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};
@@ -18,17 +19,20 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) struct Handles<T> {
     backend: Backend,
     what: &'static str,
-    map: Mutex<HashMap<u64, Arc<T>>>,
+    /// Ids are ours, not an adversary's, so SipHash's resistance to chosen
+    /// keys buys nothing; every operation does several lookups, each hashed
+    /// with one multiply (`FxHash`).
+    map: Mutex<FxHashMap<u64, Arc<T>>>,
     retired: Mutex<Vec<Arc<T>>>,
 }
 
 impl<T> Handles<T> {
     /// An empty table of objects described as `what` in errors (e.g. "stream").
     pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
-        Self { backend, what, map: Mutex::new(HashMap::new()), retired: Mutex::new(Vec::new()) }
+        Self { backend, what, map: Mutex::new(FxHashMap::default()), retired: Mutex::new(Vec::new()) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<T>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Arc<T>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytemuck::Pod;
+use smallvec::SmallVec;
 
 use super::buffer::{OnDevice, Pinned, Slice, SliceMut, View};
 use super::event::{Event, Waitable};
@@ -14,6 +15,9 @@ use super::shared::Shared;
 use crate::AnyDevice;
 use crate::device::{Backend, Device, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
+
+/// Kernel arguments a launch gathers without a heap allocation.
+const ARGS: usize = 16;
 
 /// An in-order queue of work. Dropping it never blocks: work already
 /// enqueued still runs, and the memory it uses stays alive until it has.
@@ -304,14 +308,15 @@ impl<D: Device> Stream<D> {
         // The shape is validated by the backend (`LaunchConfig::validate`, the
         // same check and message everywhere), before anything is enqueued.
         kernel.check_arg_count(args.len())?;
-        let views: Vec<&View<'_, D>> = args
+        // Up to `ARGS` arguments, nothing here allocates.
+        let views: SmallVec<[&View<'_, D>; ARGS]> = args
             .iter()
             .filter_map(|a| match a {
                 Arg::Buffer(v) => Some(v),
                 Arg::Scalar(_) => None,
             })
             .collect();
-        let raw: Vec<KernelArg> = args
+        let raw: SmallVec<[KernelArg; ARGS]> = args
             .iter()
             .map(|a| match a {
                 Arg::Buffer(v) => KernelArg::Buffer { alloc: v.alloc, offset: v.offset },

@@ -2,7 +2,9 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use smallvec::SmallVec;
 
 use super::event::{GateWord, GpuEvent};
 use super::memory::{GpuMemory, Place};
@@ -16,6 +18,9 @@ use crate::device::{
 };
 use crate::error::{Error, ErrorKind, Result};
 
+/// Kernel arguments a launch packs without a heap allocation.
+const ARGS: usize = 16;
+
 /// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
 /// [`crate::backend::hip::HipDevice`]). Every call makes the device current
 /// on the calling thread first. After a sticky error (a faulting kernel)
@@ -25,7 +30,7 @@ pub struct GpuDevice<R: Runtime> {
     runtime: Arc<R>,
     /// The stream of the stream-ordered allocator, where the device has memory pools.
     pool_stream: Option<GpuStream<R>>,
-    poisoned: Mutex<Option<Error>>,
+    poisoned: OnceLock<Error>,
     /// Gate words of destroyed user events, freed when the device is dropped.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
     streams: Handles<GpuStream<R>>,
@@ -86,7 +91,7 @@ impl<R: Runtime> GpuDevice<R> {
             info,
             runtime,
             pool_stream,
-            poisoned: Mutex::new(None),
+            poisoned: OnceLock::new(),
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(b, "stream"),
             events: Handles::new(b, "event"),
@@ -98,7 +103,7 @@ impl<R: Runtime> GpuDevice<R> {
 
     /// Refuses work on a poisoned device and makes the device current.
     fn enter(&self) -> Result<()> {
-        if let Some(e) = self.poisoned.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+        if let Some(e) = self.poisoned.get() {
             return Err(e.clone());
         }
         self.runtime.enter()
@@ -108,10 +113,12 @@ impl<R: Runtime> GpuDevice<R> {
     fn check<T>(&self, result: Result<T>) -> Result<T> {
         result.inspect_err(|err| {
             if err.kind == ErrorKind::KernelFault {
-                let mut poisoned = self.poisoned.lock().unwrap_or_else(PoisonError::into_inner);
-                let mut sticky = err.clone();
-                sticky.message = format!("{} (the device is unusable from now on)", sticky.message);
-                poisoned.get_or_insert(sticky);
+                // The first sticky error stays; later ones are its echoes.
+                let _ = self.poisoned.get_or_init(|| {
+                    let mut sticky = err.clone();
+                    sticky.message = format!("{} (the device is unusable from now on)", sticky.message);
+                    sticky
+                });
             }
         })
     }
@@ -470,6 +477,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
             I32(i32),
             F32(f32),
         }
+        // Launches of up to `ARGS` arguments allocate nothing.
         let mut values = args
             .iter()
             .map(|arg| {
@@ -484,8 +492,8 @@ impl<R: Runtime> Device for GpuDevice<R> {
                     KernelArg::F32(v) => Value::F32(v),
                 })
             })
-            .collect::<Result<Vec<Value<R::Ptr>>>>()?;
-        let mut params: Vec<*mut c_void> = values
+            .collect::<Result<SmallVec<[Value<R::Ptr>; ARGS]>>>()?;
+        let mut params: SmallVec<[*mut c_void; ARGS]> = values
             .iter_mut()
             .map(|v| match v {
                 Value::Ptr(p) => (p as *mut R::Ptr).cast(),
