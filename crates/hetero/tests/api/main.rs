@@ -31,6 +31,8 @@ macro_rules! backend_tests {
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
             #[case::untimed_stream(semantics::untimed_streams_order_but_refuse_timing)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
+            #[case::wait_alone(semantics::a_wait_alone_holds_the_stream)]
+            #[case::shared_stream(semantics::threads_sharing_a_stream_wait_for_their_own_work)]
             #[case::copy_out_of_bounds(bad_input::copy_out_of_bounds)]
             #[case::copy_length_mismatch(bad_input::copy_length_mismatch)]
             #[case::zero_length_copies(bad_input::zero_length_copies_are_no_ops)]

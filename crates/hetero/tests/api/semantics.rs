@@ -387,3 +387,53 @@ pub fn device_drop_opens_forgotten_gates(ctx: &Context) {
         drop(ctx);
     });
 }
+
+/// A wait with no command after it still holds the stream: queries,
+/// recordings and other streams' waits all see it (OpenCL adds a wait to
+/// the next command's wait list, so it must not be lost when none comes).
+pub fn a_wait_alone_holds_the_stream(ctx: &Context) {
+    let (stream, other) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let (gate, event) = (ctx.user_event().unwrap(), ctx.event().unwrap());
+    let mut x = ctx.alloc::<u32>(256).unwrap();
+    stream.fill(&mut x, 1u32).unwrap();
+    stream.synchronize().unwrap();
+    stream.wait(&gate).unwrap();
+    assert!(!stream.query().unwrap(), "the stream waits for the gate");
+    stream.record(&event).unwrap();
+    assert!(!event.query().unwrap(), "a recording after the wait follows it");
+    other.wait(&event).unwrap();
+    other.fill(&mut x, 2u32).unwrap();
+    assert!(!other.query().unwrap(), "the other stream waits for the recording");
+    gate.complete().unwrap();
+    other.synchronize().unwrap();
+    assert!(event.query().unwrap());
+    assert!(stream.query().unwrap());
+}
+
+/// Regression: OpenCL remembered a stream's last command after letting go
+/// of the queue, so with two threads enqueueing on one stream an earlier
+/// command could be remembered after a later one, and a host wait (here,
+/// the pinned buffer's) could return while the later command still ran.
+/// With that code this failed in about one run in three on PoCL.
+pub fn threads_sharing_a_stream_wait_for_their_own_work(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..2u32 {
+            let stream = &stream;
+            scope.spawn(move || {
+                let mut big = ctx.alloc::<u32>(1 << 18).unwrap();
+                let mut x = ctx.alloc::<u32>(64).unwrap();
+                let mut out = ctx.alloc_pinned::<u32>(64).unwrap();
+                for i in 0..5000u32 {
+                    let value = t << 16 | i;
+                    stream.fill(&mut big, value).unwrap(); // long, so a later command can outlast it
+                    stream.fill(&mut x, value).unwrap();
+                    stream.copy(&x, &mut out).unwrap();
+                    let seen = out.host_slice().unwrap();
+                    assert!(seen.iter().all(|&v| v == value), "thread {t}, round {i}: read before the copy ended");
+                }
+            });
+        }
+    });
+    stream.synchronize().unwrap();
+}

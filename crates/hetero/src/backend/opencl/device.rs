@@ -5,8 +5,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use opencl3::command_queue::{
-    CommandQueue, enqueue_barrier_with_wait_list, enqueue_copy_buffer, enqueue_fill_buffer,
-    enqueue_marker_with_wait_list, enqueue_nd_range_kernel, enqueue_read_buffer, enqueue_write_buffer,
+    CommandQueue, enqueue_copy_buffer, enqueue_fill_buffer, enqueue_nd_range_kernel, enqueue_read_buffer,
+    enqueue_write_buffer,
 };
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
@@ -159,8 +159,9 @@ impl OpenClDevice {
         if dst.len == 0 {
             return Ok(());
         }
-        // SAFETY: the range lies in mem (checked); the caller keeps src valid until completion.
-        let raw = unsafe {
+        // SAFETY: the range lies in mem (checked); the caller keeps src valid
+        // until completion; the wait list is valid for the call.
+        let command = &mut |n, list| unsafe {
             enqueue_write_buffer(
                 queue.queue.get(),
                 mem.mem,
@@ -168,11 +169,15 @@ impl OpenClDevice {
                 dst.offset,
                 dst.len,
                 src.cast_mut().cast(),
-                0,
-                std::ptr::null(),
+                n,
+                list,
             )
         };
-        queue.submitted("clEnqueueWriteBuffer", raw)
+        if blocking == CL_BLOCKING {
+            queue.enqueue_blocking("clEnqueueWriteBuffer", command)
+        } else {
+            queue.enqueue("clEnqueueWriteBuffer", command)
+        }
     }
 
     /// Enqueues a read of `src` into host memory at `dst`, blocking or not.
@@ -192,20 +197,16 @@ impl OpenClDevice {
         if src.len == 0 {
             return Ok(());
         }
-        // SAFETY: the range lies in mem (checked); the caller keeps dst valid until completion.
-        let raw = unsafe {
-            enqueue_read_buffer(
-                queue.queue.get(),
-                mem.mem,
-                blocking,
-                src.offset,
-                src.len,
-                dst.cast(),
-                0,
-                std::ptr::null(),
-            )
+        // SAFETY: the range lies in mem (checked); the caller keeps dst valid
+        // until completion; the wait list is valid for the call.
+        let command = &mut |n, list| unsafe {
+            enqueue_read_buffer(queue.queue.get(), mem.mem, blocking, src.offset, src.len, dst.cast(), n, list)
         };
-        queue.submitted("clEnqueueReadBuffer", raw)
+        if blocking == CL_BLOCKING {
+            queue.enqueue_blocking("clEnqueueReadBuffer", command)
+        } else {
+            queue.enqueue("clEnqueueReadBuffer", command)
+        }
     }
 }
 
@@ -270,24 +271,7 @@ impl Device for OpenClDevice {
             return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
         }
         let queue = self.queue("record_event", stream)?;
-        // The last command's event marks the same point as a marker after it,
-        // while it is pending; once it completed, a marker gives the time of
-        // the recording instead of that completion (timing would otherwise
-        // include the idle gap). Without profiling, no time is ever read, so
-        // the last command's event serves even once complete.
-        let event = match queue.last_event()? {
-            Some(last) if !queue.profiling() => last,
-            // An unflushed command is pending without asking the driver.
-            Some(last) if queue.has_unflushed() || matches!(is_complete(&last, "record_event"), Ok(false)) => last,
-            _ => {
-                // SAFETY: the queue is live; no wait list.
-                let raw = unsafe { enqueue_marker_with_wait_list(queue.queue.get(), 0, std::ptr::null()) };
-                queue.submitted("clEnqueueMarkerWithWaitList", raw)?;
-                queue
-                    .last_event()?
-                    .ok_or_else(|| error("record_event", ErrorKind::Driver, "the marker just enqueued has no event"))?
-            }
-        };
+        let event = queue.recording()?;
         slot.set(event, queue);
         Ok(())
     }
@@ -342,10 +326,9 @@ impl Device for OpenClDevice {
         let Some(ev) = self.events.get("stream_wait_event", event.0)?.current()? else {
             return Ok(());
         };
-        let list = [ev.get()];
-        // SAFETY: the wait list holds one live event, retained by `ev` during the call.
-        let raw = unsafe { enqueue_barrier_with_wait_list(queue.queue.get(), 1, list.as_ptr()) };
-        queue.submitted_barrier("clEnqueueBarrierWithWaitList", raw)
+        // `current` flushed the event's queue; the wait joins this queue's next command.
+        queue.defer_wait(ev);
+        Ok(())
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
@@ -408,20 +391,11 @@ impl Device for OpenClDevice {
         if src.len == 0 {
             return Ok(());
         }
-        // SAFETY: both ranges lie in their buffers (checked) and do not overlap.
-        let raw = unsafe {
-            enqueue_copy_buffer(
-                queue.queue.get(),
-                from.mem,
-                to.mem,
-                src.offset,
-                dst.offset,
-                src.len,
-                0,
-                std::ptr::null(),
-            )
-        };
-        queue.submitted("clEnqueueCopyBuffer", raw)
+        // SAFETY: both ranges lie in their buffers (checked) and do not
+        // overlap; the wait list is valid for the call.
+        queue.enqueue("clEnqueueCopyBuffer", &mut |n, list| unsafe {
+            enqueue_copy_buffer(queue.queue.get(), from.mem, to.mem, src.offset, dst.offset, src.len, n, list)
+        })
     }
 
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
@@ -431,8 +405,9 @@ impl Device for OpenClDevice {
         if dst.len == 0 {
             return Ok(());
         }
-        // SAFETY: the range lies in mem (checked); the pattern is copied at enqueue.
-        let raw = unsafe {
+        // SAFETY: the range lies in mem (checked); the pattern is copied at
+        // enqueue; the wait list is valid for the call.
+        queue.enqueue("clEnqueueFillBuffer", &mut |n, list| unsafe {
             enqueue_fill_buffer(
                 queue.queue.get(),
                 mem.mem,
@@ -440,11 +415,10 @@ impl Device for OpenClDevice {
                 4,
                 dst.offset,
                 dst.len,
-                0,
-                std::ptr::null(),
+                n,
+                list,
             )
-        };
-        queue.submitted("clEnqueueFillBuffer", raw)
+        })
     }
 
     fn build_module(&self, source: &str) -> Result<ModuleId> {
@@ -533,8 +507,9 @@ impl Device for OpenClDevice {
         let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
         let local: [usize; 3] = config.block.map(|b| b as usize);
         // SAFETY: arguments are set; sizes are validated; the caller
-        // guarantees the kernel stays within its buffers.
-        let raw = unsafe {
+        // guarantees the kernel stays within its buffers; the wait list is
+        // valid for the call.
+        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
             enqueue_nd_range_kernel(
                 queue.queue.get(),
                 guard.get(),
@@ -542,13 +517,13 @@ impl Device for OpenClDevice {
                 std::ptr::null(),
                 global.as_ptr(),
                 local.as_ptr(),
-                0,
-                std::ptr::null(),
+                n,
+                list,
             )
-        };
+        });
         drop(guard);
         drop(subs);
-        queue.submitted("clEnqueueNDRangeKernel", raw)
+        launched
     }
 }
 

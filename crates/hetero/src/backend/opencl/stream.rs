@@ -15,15 +15,29 @@
 //! command is kept, so a stream is idle exactly when it has completed, and
 //! recording an event reuses it instead of enqueueing a marker: in an
 //! in-order queue the last command completes after every earlier one.
+//!
+//! A wait for another queue's event (`stream_wait_event`) is not a command
+//! of its own: the event joins the wait list of the queue's next command,
+//! or of a marker when the queue is synchronised, queried or recorded first.
+//! In an in-order queue every later command then follows the wait, as
+//! CUDA's semantics ask, for one enqueue instead of two.
+//!
+//! Invariant: a command is enqueued and remembered as the last under the
+//! queue's lock, so the remembered command is the queue's last also when
+//! threads enqueue on one stream at once (remembered after the lock was
+//! let go, a command could replace a later one, and a stream or a tracking
+//! mark could complete while that later command still ran). Blocking
+//! commands run outside the lock and are not remembered: when one returns,
+//! it and everything before it have completed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
 use opencl3::context::Context;
 use opencl3::event::{Event, retain_event};
-use opencl3::types::cl_event;
+use opencl3::types::{cl_event, cl_uint};
 
 use super::error::{from_cl, from_code};
 use super::event::is_complete;
@@ -34,12 +48,13 @@ pub(super) const FLUSH_COMMANDS: u32 = 16;
 /// Age of the oldest unflushed command after which the next enqueue flushes.
 pub(super) const FLUSH_AFTER: Duration = Duration::from_micros(100);
 
-/// The last command of a queue and what is unflushed.
+/// The last command of a queue, the waits its next command takes, and what
+/// is unflushed.
 struct Last {
-    /// The last command's event, and whether it may stand for a recording:
-    /// on a profiling queue only if it reports profiling times (NVIDIA's
-    /// driver gives none for barriers).
-    event: Option<(Event, bool)>,
+    /// The last command's event.
+    event: Option<Event>,
+    /// Events of other queues the next command must wait for.
+    waits: Vec<Event>,
     /// Commands enqueued since the last flush, and when the first of them was.
     commands: u32,
     oldest: Option<Instant>,
@@ -56,53 +71,79 @@ pub(super) struct ClStream {
     unflushed: AtomicBool,
 }
 
+/// A command to enqueue, given its wait list (count and pointer, valid for
+/// the call); it returns the command's event or the OpenCL status.
+pub(super) type Command<'a> = &'a mut dyn FnMut(cl_uint, *const cl_event) -> std::result::Result<cl_event, i32>;
+
 impl ClStream {
     pub(super) fn new(context: &Context, profiling: bool) -> Result<Self> {
         Ok(Self {
             queue: create(context, profiling)?,
             profiling,
-            last: Mutex::new(Last { event: None, commands: 0, oldest: None }),
+            last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0, oldest: None }),
             unflushed: AtomicBool::new(false),
         })
     }
 
-    /// Whether the queue profiles its commands, so recordings can be timed.
-    pub(super) fn profiling(&self) -> bool {
-        self.profiling
+    fn lock(&self) -> MutexGuard<'_, Last> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes ownership of the event an enqueue returned and remembers the
-    /// command as the stream's last (flushed later, when something waits).
-    pub(super) fn submitted(&self, call: &'static str, event: std::result::Result<cl_event, i32>) -> Result<()> {
-        self.remember(call, event, true)
-    }
-
-    /// As [`Self::submitted`], for a barrier: its event is never reused as a
-    /// recording, since drivers need not time barriers.
-    pub(super) fn submitted_barrier(
-        &self,
-        call: &'static str,
-        event: std::result::Result<cl_event, i32>,
-    ) -> Result<()> {
-        self.remember(call, event, false)
-    }
-
-    fn remember(&self, call: &'static str, event: std::result::Result<cl_event, i32>, timed: bool) -> Result<()> {
-        let event = owned(call, event)?;
-        let reusable = timed || !self.profiling;
+    /// Enqueues `command` with the pending waits as its wait list and
+    /// remembers it as the queue's last (flushed later, when something
+    /// waits or the flush policy says so).
+    pub(super) fn enqueue(&self, call: &'static str, command: Command<'_>) -> Result<()> {
         let due = {
             let mut last = self.lock();
-            last.event = Some((event, reusable));
-            last.commands += 1;
-            let oldest = *last.oldest.get_or_insert_with(Instant::now);
-            last.commands >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER
+            self.push(&mut last, call, command)?
         };
-        self.unflushed.store(true, Ordering::Release);
         if due { self.flush() } else { Ok(()) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Last> {
-        self.last.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Runs a blocking command, outside the lock, after the pending waits.
+    /// It is not remembered: when it returns, it and every earlier command
+    /// have completed, so the remembered last command has too, or is later.
+    pub(super) fn enqueue_blocking(&self, call: &'static str, command: Command<'_>) -> Result<()> {
+        self.settle_waits()?;
+        owned(call, command(0, std::ptr::null())).map(drop)
+    }
+
+    /// Makes the queue's next command wait for `event` (of another queue,
+    /// flushed by the caller).
+    pub(super) fn defer_wait(&self, event: Event) {
+        self.lock().waits.push(event);
+    }
+
+    /// Enqueues `command` under the lock held as `last`; `true` when the
+    /// flush policy asks for a flush. On an error nothing was enqueued and
+    /// the waits stay pending.
+    fn push(&self, last: &mut Last, call: &'static str, command: Command<'_>) -> Result<bool> {
+        let list: Vec<cl_event> = last.waits.iter().map(Event::get).collect();
+        let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
+        let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
+        last.waits.clear();
+        last.event = Some(event);
+        last.commands += 1;
+        let oldest = *last.oldest.get_or_insert_with(Instant::now);
+        self.unflushed.store(true, Ordering::Release);
+        Ok(last.commands >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER)
+    }
+
+    /// Enqueues a marker carrying the pending waits, if there are any, so
+    /// that the last command follows them.
+    fn settle(&self, last: &mut Last) -> Result<()> {
+        if last.waits.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: the queue is live; the wait list is valid for the call.
+        self.push(last, "clEnqueueMarkerWithWaitList", &mut |n, list| unsafe {
+            enqueue_marker_with_wait_list(self.queue.get(), n, list)
+        })
+        .map(drop)
+    }
+
+    fn settle_waits(&self) -> Result<()> {
+        self.settle(&mut self.lock())
     }
 
     /// Submits everything enqueued so far to the device, if anything is new.
@@ -117,32 +158,51 @@ impl ClStream {
         Ok(())
     }
 
-    /// `true` when commands were enqueued since the last flush: the last of
-    /// them has not even reached the device, so it is pending.
-    pub(super) fn has_unflushed(&self) -> bool {
-        self.unflushed.load(Ordering::Acquire)
+    /// An event that completes when everything enqueued so far has: the
+    /// last command's, while it may still stand for a recording made now,
+    /// else a new marker's. On a profiling queue a completed command's event
+    /// does not serve: its end time is that completion's, not the recording's
+    /// (timing would include the idle gap).
+    pub(super) fn recording(&self) -> Result<Event> {
+        let mut last = self.lock();
+        self.settle(&mut last)?;
+        let reusable = match last.event.as_ref() {
+            None => false,
+            Some(_) if !self.profiling => true,
+            // An unflushed command is pending without asking the driver.
+            Some(_) if self.unflushed.load(Ordering::Acquire) => true,
+            Some(event) => matches!(is_complete(event, "record_event"), Ok(false)),
+        };
+        if !reusable {
+            // SAFETY: the queue is live; no wait list (settled above).
+            self.push(&mut last, "clEnqueueMarkerWithWaitList", &mut |_, _| unsafe {
+                enqueue_marker_with_wait_list(self.queue.get(), 0, std::ptr::null())
+            })?;
+        }
+        match last.event.as_ref() {
+            Some(event) => retained(event),
+            None => Err(super::error::error(
+                "record_event",
+                crate::ErrorKind::Driver,
+                "the marker just enqueued has no event",
+            )),
+        }
     }
 
-    /// A retained handle to the event of the last command, if it may stand
-    /// for a recording (see [`Last::event`]).
-    pub(super) fn last_event(&self) -> Result<Option<Event>> {
-        let last = self.lock();
-        match last.event.as_ref() {
-            None | Some((_, false)) => Ok(None),
-            Some((event, true)) => {
-                // SAFETY: the event is live while the lock is held; the
-                // retained reference is released by the returned wrapper.
-                unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
-                Ok(Some(Event::new(event.get())))
-            }
-        }
+    /// A retained handle to the last command's event, once pending waits
+    /// are settled; `None` when nothing was ever enqueued.
+    fn last_settled(&self) -> Result<Option<Event>> {
+        let mut last = self.lock();
+        self.settle(&mut last)?;
+        last.event.as_ref().map(retained).transpose()
     }
 
     /// `true` when the last command has completed.
     pub(super) fn is_idle(&self) -> Result<bool> {
+        let last = self.last_settled()?;
         self.flush()?;
-        match self.lock().event.as_ref() {
-            Some((event, _)) => is_complete(event, "query_stream"),
+        match last {
+            Some(event) => is_complete(&event, "query_stream"),
             None => Ok(true),
         }
     }
@@ -154,19 +214,7 @@ impl ClStream {
     /// `clFinish` on NVIDIA's driver (a 4-byte read waited for: 15 µs with
     /// `clFinish`, against 8 µs for a blocking read).
     pub(super) fn finish(&self) -> Result<()> {
-        let last = {
-            let last = self.lock();
-            match last.event.as_ref() {
-                Some((event, _)) => {
-                    // SAFETY: the event is live while the lock is held; the
-                    // retained reference is released by the wrapper below.
-                    unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
-                    Some(Event::new(event.get()))
-                }
-                None => None,
-            }
-        };
-        let Some(last) = last else { return Ok(()) };
+        let Some(last) = self.last_settled()? else { return Ok(()) };
         self.flush()?;
         let waited = last.wait();
         // A failed command shows in its event's status, which names the error.
@@ -180,6 +228,13 @@ impl ClStream {
             "the last command had not completed when the wait for it returned",
         ))
     }
+}
+
+/// A new reference to `event`, released by the returned wrapper.
+fn retained(event: &Event) -> Result<Event> {
+    // SAFETY: `event` is live for the call.
+    unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
+    Ok(Event::new(event.get()))
 }
 
 /// An in-order queue, with profiling enabled if `profiling`.
