@@ -113,6 +113,12 @@ impl<D: Device> Shared<D> {
     /// gives it up; `pending` must hold a mark recorded after every queued
     /// use of `alloc`, and no host reference into the allocation may remain.
     pub(crate) unsafe fn retire(&self, alloc: AllocId, pending: Vec<Mark>) {
+        if pending.is_empty() {
+            // Never used by queued work: freed at once, without the list.
+            // SAFETY: the caller gives the allocation up and nothing uses it.
+            let _ = unsafe { self.device.free(alloc) };
+            return;
+        }
         self.lock().push(Retired { alloc, pending });
         self.reap();
     }

@@ -210,6 +210,27 @@ impl OpenClDevice {
     }
 }
 
+impl OpenClDevice {
+    /// Ends a blocking copy. After a successful one, every earlier command
+    /// has completed: only the last remembered one's status is read, so the
+    /// failure of earlier work is reported. After a failed one, the stream
+    /// is synchronised, so nothing still runs when the error returns.
+    ///
+    /// # Safety
+    /// The stream must be owned by the caller.
+    unsafe fn after_blocking(&self, call: &'static str, copied: Result<()>, stream: StreamId) -> Result<()> {
+        match copied {
+            Ok(()) => self.queue(call, stream)?.check_earlier(call),
+            Err(e) => {
+                // SAFETY: the caller owns the stream. Its result does not
+                // matter: the copy's error is the one to report.
+                let _ = unsafe { self.synchronize_stream(stream) };
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Completes a user event unless it already is.
 fn open_gate(slot: &ClEvent, call: &'static str) -> Result<()> {
     match slot.current()? {
@@ -370,18 +391,15 @@ impl Device for OpenClDevice {
         // NVIDIA's OpenCL does far faster than a write and a wait.
         // SAFETY: the caller's contract is copy_h2d_sync's.
         let written = unsafe { self.write("copy_h2d_sync", src, dst, stream, CL_BLOCKING) };
-        // SAFETY: as above. After a blocking write this only checks the last
-        // event; after a failed one it makes sure nothing still runs.
-        let synced = unsafe { self.synchronize_stream(stream) };
-        written.and(synced)
+        // SAFETY: as above.
+        unsafe { self.after_blocking("copy_h2d_sync", written, stream) }
     }
 
     unsafe fn copy_d2h_sync(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
         // SAFETY: the caller's contract is copy_d2h_sync's.
         let read = unsafe { self.read("copy_d2h_sync", src, dst, stream, CL_BLOCKING) };
-        // SAFETY: as in copy_h2d_sync.
-        let synced = unsafe { self.synchronize_stream(stream) };
-        read.and(synced)
+        // SAFETY: as above.
+        unsafe { self.after_blocking("copy_d2h_sync", read, stream) }
     }
 
     unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {

@@ -197,6 +197,17 @@ impl ClStream {
         last.event.as_ref().map(retained).transpose()
     }
 
+    /// The error of the last remembered command, if it failed; for use
+    /// after a blocking command returned, when every command before it has
+    /// completed (a remembered one still pending was enqueued after it, by
+    /// another thread, and is not waited for).
+    pub(super) fn check_earlier(&self, call: &'static str) -> Result<()> {
+        match self.lock().event.as_ref() {
+            Some(event) => is_complete(event, call).map(drop),
+            None => Ok(()),
+        }
+    }
+
     /// `true` when the last command has completed.
     pub(super) fn is_idle(&self) -> Result<bool> {
         let last = self.last_settled()?;
