@@ -175,7 +175,9 @@ impl Runtime for Hip {
 
     unsafe fn event_create(&self, timing: bool) -> Result<hip::hipEvent_t> {
         let mut event: hip::hipEvent_t = std::ptr::null_mut();
-        let flags = hip::hipEventBlockingSync | if timing { 0 } else { hip::hipEventDisableTiming };
+        // No hipEventBlockingSync, as on CUDA (see its event_create): host
+        // waits follow the device's scheduling mode.
+        let flags = if timing { 0 } else { hip::hipEventDisableTiming };
         // SAFETY: event is a valid out-pointer.
         check("hipEventCreateWithFlags", unsafe { hip::hipEventCreateWithFlags(&mut event, flags) })?;
         Ok(event)

@@ -51,8 +51,10 @@ pub(super) const FLUSH_AFTER: Duration = Duration::from_micros(100);
 /// The last command of a queue, the waits its next command takes, and what
 /// is unflushed.
 struct Last {
-    /// The last command's event.
-    event: Option<Event>,
+    /// The last command's event, and whether it may stand for a recording:
+    /// on a profiling queue not a marker with a wait list (NVIDIA's driver
+    /// gives those no profiling times).
+    event: Option<(Event, bool)>,
     /// Events of other queues the next command must wait for.
     waits: Vec<Event>,
     /// Commands enqueued since the last flush, and when the first of them was.
@@ -95,7 +97,7 @@ impl ClStream {
     pub(super) fn enqueue(&self, call: &'static str, command: Command<'_>) -> Result<()> {
         let due = {
             let mut last = self.lock();
-            self.push(&mut last, call, command)?
+            self.push(&mut last, call, true, command)?
         };
         if due { self.flush() } else { Ok(()) }
     }
@@ -117,12 +119,12 @@ impl ClStream {
     /// Enqueues `command` under the lock held as `last`; `true` when the
     /// flush policy asks for a flush. On an error nothing was enqueued and
     /// the waits stay pending.
-    fn push(&self, last: &mut Last, call: &'static str, command: Command<'_>) -> Result<bool> {
+    fn push(&self, last: &mut Last, call: &'static str, timed: bool, command: Command<'_>) -> Result<bool> {
         let list: Vec<cl_event> = last.waits.iter().map(Event::get).collect();
         let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
         let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
         last.waits.clear();
-        last.event = Some(event);
+        last.event = Some((event, timed || !self.profiling));
         last.commands += 1;
         let oldest = *last.oldest.get_or_insert_with(Instant::now);
         self.unflushed.store(true, Ordering::Release);
@@ -136,7 +138,7 @@ impl ClStream {
             return Ok(());
         }
         // SAFETY: the queue is live; the wait list is valid for the call.
-        self.push(last, "clEnqueueMarkerWithWaitList", &mut |n, list| unsafe {
+        self.push(last, "clEnqueueMarkerWithWaitList", false, &mut |n, list| unsafe {
             enqueue_marker_with_wait_list(self.queue.get(), n, list)
         })
         .map(drop)
@@ -167,20 +169,20 @@ impl ClStream {
         let mut last = self.lock();
         self.settle(&mut last)?;
         let reusable = match last.event.as_ref() {
-            None => false,
+            None | Some((_, false)) => false,
             Some(_) if !self.profiling => true,
             // An unflushed command is pending without asking the driver.
             Some(_) if self.unflushed.load(Ordering::Acquire) => true,
-            Some(event) => matches!(is_complete(event, "record_event"), Ok(false)),
+            Some((event, true)) => matches!(is_complete(event, "record_event"), Ok(false)),
         };
         if !reusable {
             // SAFETY: the queue is live; no wait list (settled above).
-            self.push(&mut last, "clEnqueueMarkerWithWaitList", &mut |_, _| unsafe {
+            self.push(&mut last, "clEnqueueMarkerWithWaitList", true, &mut |_, _| unsafe {
                 enqueue_marker_with_wait_list(self.queue.get(), 0, std::ptr::null())
             })?;
         }
         match last.event.as_ref() {
-            Some(event) => retained(event),
+            Some((event, _)) => retained(event),
             None => Err(super::error::error(
                 "record_event",
                 crate::ErrorKind::Driver,
@@ -194,7 +196,7 @@ impl ClStream {
     fn last_settled(&self) -> Result<Option<Event>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
-        last.event.as_ref().map(retained).transpose()
+        last.event.as_ref().map(|(event, _)| retained(event)).transpose()
     }
 
     /// The error of the last remembered command, if it failed; for use
@@ -203,7 +205,7 @@ impl ClStream {
     /// another thread, and is not waited for).
     pub(super) fn check_earlier(&self, call: &'static str) -> Result<()> {
         match self.lock().event.as_ref() {
-            Some(event) => is_complete(event, call).map(drop),
+            Some((event, _)) => is_complete(event, call).map(drop),
             None => Ok(()),
         }
     }
