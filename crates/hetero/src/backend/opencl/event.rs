@@ -7,15 +7,18 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use opencl3::event::{CL_COMPLETE, Event, retain_event};
+use opencl3::event::{CL_COMPLETE, Event};
 
-use super::error::from_code;
 use super::stream::ClStream;
 use crate::error::Result;
 
+/// A recording: the command's event, shared with its queue, and the queue
+/// (none for a user event).
+type Recording = (Arc<Event>, Option<Arc<ClStream>>);
+
 /// The latest `cl_event` of one hetero event, and its queue.
 pub(super) struct ClEvent {
-    latest: Mutex<Option<(Event, Option<Arc<ClStream>>)>>,
+    latest: Mutex<Option<Recording>>,
     /// A user event: completed by the host, never recorded.
     pub(super) user: bool,
 }
@@ -26,17 +29,17 @@ impl ClEvent {
     }
 
     pub(super) fn user(event: Event) -> Self {
-        Self { latest: Mutex::new(Some((event, None))), user: true }
+        Self { latest: Mutex::new(Some((Arc::new(event), None))), user: true }
     }
 
     /// Replaces the latest recording, made on `source`.
-    pub(super) fn set(&self, event: Event, source: Arc<ClStream>) {
+    pub(super) fn set(&self, event: Arc<Event>, source: Arc<ClStream>) {
         *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Some((event, Some(source)));
     }
 
-    /// A retained handle to the latest recording, usable after the lock is
-    /// gone; its queue is flushed first, so whoever waits on it sees progress.
-    pub(super) fn current(&self) -> Result<Option<Event>> {
+    /// The latest recording, usable after the lock is gone; its queue is
+    /// flushed first, so whoever waits on it sees progress.
+    pub(super) fn current(&self) -> Result<Option<Arc<Event>>> {
         let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         match latest.as_ref() {
             None => Ok(None),
@@ -44,10 +47,7 @@ impl ClEvent {
                 if let Some(source) = source {
                     source.flush()?;
                 }
-                // SAFETY: the event is live while we hold the lock; the
-                // retained reference is released by the returned wrapper.
-                unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
-                Ok(Some(Event::new(event.get())))
+                Ok(Some(Arc::clone(event)))
             }
         }
     }

@@ -31,12 +31,12 @@
 //! it and everything before it have completed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
 use opencl3::context::Context;
-use opencl3::event::{Event, retain_event};
+use opencl3::event::Event;
 use opencl3::types::{cl_event, cl_uint};
 
 use super::error::{from_cl, from_code};
@@ -54,9 +54,11 @@ struct Last {
     /// The last command's event, and whether it may stand for a recording:
     /// on a profiling queue not a marker with a wait list (NVIDIA's driver
     /// gives those no profiling times).
-    event: Option<(Event, bool)>,
+    /// Shared by `Arc` with the hetero events recorded from it, so a
+    /// recording costs no `clRetainEvent`.
+    event: Option<(Arc<Event>, bool)>,
     /// Events of other queues the next command must wait for.
-    waits: Vec<Event>,
+    waits: Vec<Arc<Event>>,
     /// Commands enqueued since the last flush, and when the first of them was.
     commands: u32,
     oldest: Option<Instant>,
@@ -112,7 +114,7 @@ impl ClStream {
 
     /// Makes the queue's next command wait for `event` (of another queue,
     /// flushed by the caller).
-    pub(super) fn defer_wait(&self, event: Event) {
+    pub(super) fn defer_wait(&self, event: Arc<Event>) {
         self.lock().waits.push(event);
     }
 
@@ -120,11 +122,11 @@ impl ClStream {
     /// flush policy asks for a flush. On an error nothing was enqueued and
     /// the waits stay pending.
     fn push(&self, last: &mut Last, call: &'static str, timed: bool, command: Command<'_>) -> Result<bool> {
-        let list: Vec<cl_event> = last.waits.iter().map(Event::get).collect();
+        let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
         let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
         let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
         last.waits.clear();
-        last.event = Some((event, timed || !self.profiling));
+        last.event = Some((Arc::new(event), timed || !self.profiling));
         last.commands += 1;
         let oldest = *last.oldest.get_or_insert_with(Instant::now);
         self.unflushed.store(true, Ordering::Release);
@@ -165,7 +167,7 @@ impl ClStream {
     /// else a new marker's. On a profiling queue a completed command's event
     /// does not serve: its end time is that completion's, not the recording's
     /// (timing would include the idle gap).
-    pub(super) fn recording(&self) -> Result<Event> {
+    pub(super) fn recording(&self) -> Result<Arc<Event>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
         let reusable = match last.event.as_ref() {
@@ -182,7 +184,7 @@ impl ClStream {
             })?;
         }
         match last.event.as_ref() {
-            Some((event, _)) => retained(event),
+            Some((event, _)) => Ok(Arc::clone(event)),
             None => Err(super::error::error(
                 "record_event",
                 crate::ErrorKind::Driver,
@@ -191,12 +193,12 @@ impl ClStream {
         }
     }
 
-    /// A retained handle to the last command's event, once pending waits
-    /// are settled; `None` when nothing was ever enqueued.
-    fn last_settled(&self) -> Result<Option<Event>> {
+    /// The last command's event, once pending waits are settled; `None`
+    /// when nothing was ever enqueued.
+    fn last_settled(&self) -> Result<Option<Arc<Event>>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
-        last.event.as_ref().map(|(event, _)| retained(event)).transpose()
+        Ok(last.event.as_ref().map(|(event, _)| Arc::clone(event)))
     }
 
     /// The error of the last remembered command, if it failed; for use
@@ -241,13 +243,6 @@ impl ClStream {
             "the last command had not completed when the wait for it returned",
         ))
     }
-}
-
-/// A new reference to `event`, released by the returned wrapper.
-fn retained(event: &Event) -> Result<Event> {
-    // SAFETY: `event` is live for the call.
-    unsafe { retain_event(event.get()) }.map_err(from_code("clRetainEvent"))?;
-    Ok(Event::new(event.get()))
 }
 
 /// An in-order queue, with profiling enabled if `profiling`.
