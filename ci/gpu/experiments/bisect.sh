@@ -1,11 +1,13 @@
 # Bisects the OpenCL wave slowdown: conform binaries built at earlier
 # commits (git worktree + cargo build --release --all-features -p conformance
 # --bin conform, copied to .gpu/bisect/conform-<commit>) run the wave workload
-# at large on NVIDIA's OpenCL one after another in one call.
+# at large on NVIDIA's OpenCL one after another in one call:
+#   bash ci/gpu/experiments/bisect.sh [COMMIT...]   (default: head 7b1c171 e8e88d2 f42a786)
 set -u
 backends_for_env=opencl
 source ci/gpu/env.sh
-for c in head 7b1c171 e8e88d2 f42a786; do
+commits=${*:-head 7b1c171 e8e88d2 f42a786}
+for c in $commits; do
   echo "== $c"
   /usr/bin/time -f "%e s" timeout 150 .gpu/bisect/conform-$c --backend opencl --size large --workload wave --json $OUT/wave-$c.json 2>&1 | grep -E "wave|PASS|FAIL| s$" | tee -a $OUT/bisect.log
 done
