@@ -3,8 +3,10 @@
 #   python3 ci/gpu/experiments/wave_tiles.py kernels/src/prelude/cuda.h kernels/src/portable/common.kern \
 #     kernels/src/portable/wave.kern ci/gpu/experiments/wave_tile.kern $OUT/wave_tiles.json
 """Times wave.kern's wave_step, the same with restrict-qualified pointers, and a shared-memory tile."""
-import sys, json, statistics
+import sys, json
 import cupy as cp
+
+from wave_common import NX, NY, build as build_with, fields, median_ms
 
 prelude = open(sys.argv[1]).read()
 common = open(sys.argv[2]).read()
@@ -18,23 +20,13 @@ restrict = (orig.replace("GLOBAL const float* u_prev", "GLOBAL const float* __re
 assert restrict != orig
 
 def build(src, name, defs=""):
-    return cp.RawKernel(defs + prelude + "\n" + common + "\n" + src, name, options=("-std=c++17",))
+    return build_with(prelude, common, src, name, defs)
 
-nx = ny = 4096
-rng = cp.random.default_rng(1)
-u = rng.standard_normal(nx * ny, dtype=cp.float32)
-up = rng.standard_normal(nx * ny, dtype=cp.float32)
+nx, ny = NX, NY
+u, up = fields()
 
 def time(f, reps=50):
-    for _ in range(10):
-        f()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record(); f(); b.record(); b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b))
-    return statistics.median(ts)
+    return median_ms(f, reps, warmup=10)
 
 def copy_gbps(n):
     src = cp.ones(n, dtype=cp.float32); dst = cp.empty_like(src)

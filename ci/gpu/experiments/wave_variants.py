@@ -2,8 +2,10 @@
 #   python3 ci/gpu/experiments/wave_variants.py kernels/src/prelude/cuda.h kernels/src/portable/common.kern \
 #     kernels/src/portable/wave.kern ci/gpu/experiments/wave_extra.kern $OUT/wave_variants2.json
 """Times wave_step designs on the GPU with CuPy (the CUDA prelude + portable text)."""
-import sys, json, statistics
+import sys, json
 import cupy as cp
+
+from wave_common import NX, NY, build as build_with, fields, median_ms
 
 prelude = open(sys.argv[1]).read()
 common = open(sys.argv[2]).read()
@@ -11,24 +13,14 @@ orig = open(sys.argv[3]).read()
 extra = open(sys.argv[4]).read()
 
 def build(src, name, defs=""):
-    return cp.RawKernel(defs + prelude + "\n" + common + "\n" + src, name, options=("-std=c++17",))
+    return build_with(prelude, common, src, name, defs)
 
-nx = ny = 4096
-rng = cp.random.default_rng(1)
-u = rng.standard_normal(nx * ny, dtype=cp.float32)
-up = rng.standard_normal(nx * ny, dtype=cp.float32)
+nx, ny = NX, NY
+u, up = fields()
 out_ref = cp.zeros_like(u)
 
 def time(f, reps=30):
-    for _ in range(5):
-        f()
-    cp.cuda.Device().synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record(); f(); b.record(); b.synchronize()
-        ts.append(cp.cuda.get_elapsed_time(a, b))
-    return statistics.median(ts)
+    return median_ms(f, reps, warmup=5)
 
 src = cp.empty_like(u); dst = cp.empty_like(u)
 copy_ms = time(lambda: dst.data.copy_from_device(src.data, src.nbytes))
