@@ -38,14 +38,14 @@ status=0
 # The vendor library on this device, at each size, when torch is here: each
 # conform run gets a `baseline` section with hetero's ratio to it.
 declare -A library
-for size in ${sizes//,/ }; do
-  if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  for size in ${sizes//,/ }; do
     echo "== vendor library baseline, size $size"
     if timeout 120 python3 ci/gpu/baseline.py --size "$size" --json "$out/baseline-$size.json"; then
       library[$size]="--baseline $out/baseline-$size.json"
     fi
-  fi
-done
+  done
+fi
 declare -A verdict
 for backend in ${backends//,/ }; do
   for size in ${sizes//,/ }; do

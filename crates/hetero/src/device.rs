@@ -243,6 +243,10 @@ pub enum KernelArg {
     F32(f32),
 }
 
+/// Kernel arguments a launch gathers and packs without a heap allocation
+/// (the typed layer and the GPU backends keep them in `SmallVec`s of this size).
+pub(crate) const INLINE_ARGS: usize = 16;
+
 /// Streams, events, memory, copies and kernels of one device.
 ///
 /// # Contract (who may call what)

@@ -117,9 +117,9 @@ impl<D: Device> Shared<D> {
             // Never used by queued work: freed at once, without the list.
             // SAFETY: the caller gives the allocation up and nothing uses it.
             let _ = unsafe { self.device.free(alloc) };
-            return;
+        } else {
+            self.lock().push(Retired { alloc, pending });
         }
-        self.lock().push(Retired { alloc, pending });
         self.reap();
     }
 

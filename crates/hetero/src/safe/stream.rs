@@ -13,11 +13,8 @@ use super::module::Kernel;
 use super::same_device;
 use super::shared::Shared;
 use crate::AnyDevice;
-use crate::device::{Backend, Device, KernelArg, LaunchConfig, StreamId};
+use crate::device::{Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
-
-/// Kernel arguments a launch gathers without a heap allocation.
-const ARGS: usize = 16;
 
 /// An in-order queue of work. Dropping it never blocks: work already
 /// enqueued still runs, and the memory it uses stays alive until it has.
@@ -308,15 +305,15 @@ impl<D: Device> Stream<D> {
         // The shape is validated by the backend (`LaunchConfig::validate`, the
         // same check and message everywhere), before anything is enqueued.
         kernel.check_arg_count(args.len())?;
-        // Up to `ARGS` arguments, nothing here allocates.
-        let views: SmallVec<[&View<'_, D>; ARGS]> = args
+        // Up to `INLINE_ARGS` arguments, nothing here allocates.
+        let views: SmallVec<[&View<'_, D>; INLINE_ARGS]> = args
             .iter()
             .filter_map(|a| match a {
                 Arg::Buffer(v) => Some(v),
                 Arg::Scalar(_) => None,
             })
             .collect();
-        let raw: SmallVec<[KernelArg; ARGS]> = args
+        let raw: SmallVec<[KernelArg; INLINE_ARGS]> = args
             .iter()
             .map(|a| match a {
                 Arg::Buffer(v) => KernelArg::Buffer { alloc: v.alloc, offset: v.offset },

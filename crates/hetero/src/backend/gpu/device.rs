@@ -13,13 +13,10 @@ use super::runtime::{Attribute, Runtime};
 use super::stream::GpuStream;
 use crate::backend::handles::Handles;
 use crate::device::{
-    AllocId, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId, StreamFlags,
-    StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+    AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
+    StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{Error, ErrorKind, Result};
-
-/// Kernel arguments a launch packs without a heap allocation.
-const ARGS: usize = 16;
 
 /// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
 /// [`crate::backend::hip::HipDevice`]). Every call makes the device current
@@ -477,7 +474,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
             I32(i32),
             F32(f32),
         }
-        // Launches of up to `ARGS` arguments allocate nothing.
+        // Launches of up to `INLINE_ARGS` arguments allocate nothing.
         let mut values = args
             .iter()
             .map(|arg| {
@@ -492,8 +489,8 @@ impl<R: Runtime> Device for GpuDevice<R> {
                     KernelArg::F32(v) => Value::F32(v),
                 })
             })
-            .collect::<Result<SmallVec<[Value<R::Ptr>; ARGS]>>>()?;
-        let mut params: SmallVec<[*mut c_void; ARGS]> = values
+            .collect::<Result<SmallVec<[Value<R::Ptr>; INLINE_ARGS]>>>()?;
+        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = values
             .iter_mut()
             .map(|v| match v {
                 Value::Ptr(p) => (p as *mut R::Ptr).cast(),

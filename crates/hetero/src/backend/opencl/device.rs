@@ -173,11 +173,7 @@ impl OpenClDevice {
                 list,
             )
         };
-        if blocking == CL_BLOCKING {
-            queue.enqueue_blocking("clEnqueueWriteBuffer", command)
-        } else {
-            queue.enqueue("clEnqueueWriteBuffer", command)
-        }
+        queue.submit("clEnqueueWriteBuffer", blocking == CL_BLOCKING, command)
     }
 
     /// Enqueues a read of `src` into host memory at `dst`, blocking or not.
@@ -202,15 +198,9 @@ impl OpenClDevice {
         let command = &mut |n, list| unsafe {
             enqueue_read_buffer(queue.queue.get(), mem.mem, blocking, src.offset, src.len, dst.cast(), n, list)
         };
-        if blocking == CL_BLOCKING {
-            queue.enqueue_blocking("clEnqueueReadBuffer", command)
-        } else {
-            queue.enqueue("clEnqueueReadBuffer", command)
-        }
+        queue.submit("clEnqueueReadBuffer", blocking == CL_BLOCKING, command)
     }
-}
 
-impl OpenClDevice {
     /// Ends a blocking copy. After a successful one, every earlier command
     /// has completed: only the last remembered one's status is read, so the
     /// failure of earlier work is reported. After a failed one, the stream

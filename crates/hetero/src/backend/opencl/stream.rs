@@ -51,11 +51,11 @@ pub(super) const FLUSH_AFTER: Duration = Duration::from_micros(100);
 /// The last command of a queue, the waits its next command takes, and what
 /// is unflushed.
 struct Last {
-    /// The last command's event, and whether it may stand for a recording:
-    /// on a profiling queue not a marker with a wait list (NVIDIA's driver
-    /// gives those no profiling times).
-    /// Shared by `Arc` with the hetero events recorded from it, so a
-    /// recording costs no `clRetainEvent`.
+    /// The last command's event, shared by `Arc` with the hetero events
+    /// recorded from it (so a recording costs no `clRetainEvent`), and
+    /// whether it may stand for a recording: on a profiling queue, not a
+    /// marker with a wait list (NVIDIA's driver gives those no profiling
+    /// times).
     event: Option<(Arc<Event>, bool)>,
     /// Events of other queues the next command must wait for.
     waits: Vec<Arc<Event>>,
@@ -104,11 +104,15 @@ impl ClStream {
         if due { self.flush() } else { Ok(()) }
     }
 
-    /// Runs a blocking command, outside the lock, after the pending waits.
-    /// It is not remembered: when it returns, it and every earlier command
-    /// have completed, so the remembered last command has too, or is later.
-    pub(super) fn enqueue_blocking(&self, call: &'static str, command: Command<'_>) -> Result<()> {
-        self.settle_waits()?;
+    /// As [`Self::enqueue`] for a command that does not block; a blocking
+    /// one runs outside the lock, after the pending waits, and is not
+    /// remembered: when it returns, it and every earlier command have
+    /// completed, so the remembered last command has too, or is later.
+    pub(super) fn submit(&self, call: &'static str, blocking: bool, command: Command<'_>) -> Result<()> {
+        if !blocking {
+            return self.enqueue(call, command);
+        }
+        self.settle(&mut self.lock())?;
         owned(call, command(0, std::ptr::null())).map(drop)
     }
 
@@ -121,12 +125,12 @@ impl ClStream {
     /// Enqueues `command` under the lock held as `last`; `true` when the
     /// flush policy asks for a flush. On an error nothing was enqueued and
     /// the waits stay pending.
-    fn push(&self, last: &mut Last, call: &'static str, timed: bool, command: Command<'_>) -> Result<bool> {
+    fn push(&self, last: &mut Last, call: &'static str, recordable: bool, command: Command<'_>) -> Result<bool> {
         let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
         let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
         let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
         last.waits.clear();
-        last.event = Some((Arc::new(event), timed || !self.profiling));
+        last.event = Some((Arc::new(event), recordable || !self.profiling));
         last.commands += 1;
         let oldest = *last.oldest.get_or_insert_with(Instant::now);
         self.unflushed.store(true, Ordering::Release);
@@ -144,10 +148,6 @@ impl ClStream {
             enqueue_marker_with_wait_list(self.queue.get(), n, list)
         })
         .map(drop)
-    }
-
-    fn settle_waits(&self) -> Result<()> {
-        self.settle(&mut self.lock())
     }
 
     /// Submits everything enqueued so far to the device, if anything is new.
