@@ -40,7 +40,22 @@ EXPORT hipError_t hetero_hipSetDevice(int device) {
 }
 // The backend skips hipSetDevice when hipGetDevice names its device; on AMD
 // that device is then ready on this thread, so bind the context here too.
+//
+// With a context current, the CUDA runtime's current device is that
+// context's device, so the driver answers directly: two thread-local reads,
+// as hipGetDevice is on AMD. cudaGetDevice answers the same but costs about
+// half a microsecond more a call on an H100, which the harness would
+// otherwise add to every HIP operation (docs/results/2026-11-22-h100-final).
+// (A CUdevice is its ordinal in the driver, as cuDeviceGet hands it out.)
 EXPORT hipError_t hetero_hipGetDevice(int* device) {
+    if (device == nullptr) return hipErrorInvalidValue;
+    CUcontext current = nullptr;
+    CUdevice bound = 0;
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr &&
+        cuCtxGetDevice(&bound) == CUDA_SUCCESS) {
+        *device = static_cast<int>(bound);
+        return hipSuccess;
+    }
     hipError_t e = hipGetDevice(device);
     return e == hipSuccess ? bind_context() : e;
 }
