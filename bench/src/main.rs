@@ -49,8 +49,12 @@ pub enum Op {
     CopyD2h,
     /// Record an event.
     EventRecord,
-    /// A 4 KiB fill on one stream, then a copy of it on another ordered
-    /// after it by an event (hetero: the tracker's wait).
+    /// A 4 KiB fill of `x` on stream `a`, then a copy of `x` on stream `b`
+    /// ordered after it by an event (hetero and cudarc: their trackers'
+    /// waits). Raw paths do the same race-free work: the fill first waits
+    /// for the previous pair's copy, which still reads `x`, and OpenCL
+    /// flushes a queue before another queue waits on its event, as the
+    /// OpenCL specification asks (its `clFlush` reference page).
     CrossStreamPair,
     /// Allocate and free 1 MiB of device memory.
     AllocFree1M,

@@ -144,6 +144,8 @@ impl Path for Driver {
                 Op::CopyD2h => check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2(self.pinned, x, words * 4, a))?,
                 Op::EventRecord => check("cuEventRecord", sys::cuEventRecord(timed, a))?,
                 Op::CrossStreamPair => {
+                    // The previous pair's copy on b (recorded as `event`) reads x.
+                    check("cuStreamWaitEvent", sys::cuStreamWaitEvent(a, event, 0))?;
                     check("cuMemsetD32Async", sys::cuMemsetD32Async(x, i as u32, words, a))?;
                     check("cuEventRecord", sys::cuEventRecord(filled, a))?;
                     check("cuStreamWaitEvent", sys::cuStreamWaitEvent(b, filled, 0))?;

@@ -140,6 +140,8 @@ impl Path for Raw {
                 Op::CopyD2h => check("hipMemcpyDtoHAsync", hip::hipMemcpyDtoHAsync(self.pinned, x, words * 4, a))?,
                 Op::EventRecord => check("hipEventRecord", hip::hipEventRecord(timed, a))?,
                 Op::CrossStreamPair => {
+                    // The previous pair's copy on b (recorded as `event`) reads x.
+                    check("hipStreamWaitEvent", hip::hipStreamWaitEvent(a, event, 0))?;
                     check("hipMemsetD32Async", hip::hipMemsetD32Async(x, i as i32, words, a))?;
                     check("hipEventRecord", hip::hipEventRecord(filled, a))?;
                     check("hipStreamWaitEvent", hip::hipStreamWaitEvent(b, filled, 0))?;

@@ -8,6 +8,7 @@ use std::ptr::null_mut;
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device};
+use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
@@ -49,6 +50,8 @@ struct Raw {
     y: Buffer<u32>,
     _pinned_buffer: Buffer<u32>,
     pinned: *mut u32,
+    /// The last cross-stream pair's copy, which reads `x`.
+    copied: Option<Event>,
 }
 
 impl Path for Raw {
@@ -76,8 +79,14 @@ impl Path for Raw {
                 Op::CopyD2h => drop(self.a.enqueue_read_buffer(&self.x, CL_NON_BLOCKING, 0, pinned, &[])?),
                 Op::EventRecord => drop(self.a.enqueue_marker_with_wait_list(&[])?),
                 Op::CrossStreamPair => {
-                    let filled = self.a.enqueue_fill_buffer(&mut self.x, &[i as u32], 0, words * 4, &[])?;
-                    drop(self.b.enqueue_copy_buffer(&self.x, &mut self.y, 0, 0, words * 4, &[filled.get()])?);
+                    // The fill waits for the previous pair's copy, which reads
+                    // x; each queue is flushed before the other waits on it.
+                    let copied: Vec<_> = self.copied.iter().map(|e| e.get()).collect();
+                    self.b.flush()?;
+                    let filled = self.a.enqueue_fill_buffer(&mut self.x, &[i as u32], 0, words * 4, &copied)?;
+                    self.a.flush()?;
+                    let copy = self.b.enqueue_copy_buffer(&self.x, &mut self.y, 0, 0, words * 4, &[filled.get()])?;
+                    self.copied = Some(copy);
                 }
                 Op::AllocFree1M => {
                     drop(Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, sizes::ALLOC_BYTES, null_mut())?)
@@ -126,5 +135,5 @@ fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {
     // SAFETY: a blocking map of the whole buffer; the pointer stays valid
     // while the buffer lives (it is never unmapped before the end).
     drop(unsafe { a.enqueue_map_buffer(&pinned_buffer, CL_BLOCKING, flags, 0, words * 4, &mut mapped, &[]) }?);
-    Ok(Raw { context, a, b, kernel, x, y, _pinned_buffer: pinned_buffer, pinned: mapped.cast::<u32>() })
+    Ok(Raw { context, a, b, kernel, x, y, _pinned_buffer: pinned_buffer, pinned: mapped.cast::<u32>(), copied: None })
 }
