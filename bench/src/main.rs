@@ -104,7 +104,8 @@ impl Op {
 #[derive(Debug, serde::Serialize)]
 pub struct PathResult {
     /// `hetero` (typed layer, streams with timing), `hetero-untimed` (streams
-    /// without), `raw` (the vendor's C API), `raw-prof` (OpenCL on profiling
+    /// without), `raw` (the vendor's C API), `raw-flushed` (OpenCL, its
+    /// queue flushed as hetero flushes), `raw-prof` (OpenCL on profiling
     /// queues) or `cudarc` (its safe API).
     pub path: &'static str,
     /// The hetero path this vendor path is compared with (the same kind of

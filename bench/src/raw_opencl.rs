@@ -4,6 +4,7 @@
 //! `CL_MEM_ALLOC_HOST_PTR` buffer.
 
 use std::ptr::null_mut;
+use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
@@ -52,6 +53,32 @@ struct Raw {
     pinned: *mut u32,
     /// The last cross-stream pair's copy, which reads `x`.
     copied: Option<Event>,
+    /// Whether queue `a` is flushed as hetero's streams flush theirs, and
+    /// its commands since the last flush, the first of them at `oldest`.
+    flushing: bool,
+    unflushed: u32,
+    oldest: Option<Instant>,
+}
+
+/// hetero's flush policy (its OpenCL `stream.rs`): a queue is flushed once
+/// 16 commands, or 100 µs since the oldest, have gone by unflushed.
+const FLUSH_COMMANDS: u32 = 16;
+const FLUSH_AFTER: Duration = Duration::from_micros(100);
+
+impl Raw {
+    /// Counts one command enqueued on `a`, flushing it as hetero would.
+    fn enqueued(&mut self) -> Result<(), Fail> {
+        if !self.flushing {
+            return Ok(());
+        }
+        self.unflushed += 1;
+        let oldest = *self.oldest.get_or_insert_with(Instant::now);
+        if self.unflushed >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER {
+            (self.unflushed, self.oldest) = (0, None);
+            self.a.flush()?;
+        }
+        Ok(())
+    }
 }
 
 impl Path for Raw {
@@ -73,11 +100,22 @@ impl Path for Raw {
                     drop(self.a.enqueue_nd_range_kernel(self.kernel.get(), 1, std::ptr::null(), g, g, &[])?);
                     if op == Op::LaunchToCompletion {
                         self.a.finish()?;
+                    } else {
+                        self.enqueued()?;
                     }
                 }
-                Op::CopyH2d => drop(self.a.enqueue_write_buffer(&mut self.x, CL_NON_BLOCKING, 0, pinned, &[])?),
-                Op::CopyD2h => drop(self.a.enqueue_read_buffer(&self.x, CL_NON_BLOCKING, 0, pinned, &[])?),
-                Op::EventRecord => drop(self.a.enqueue_marker_with_wait_list(&[])?),
+                Op::CopyH2d => {
+                    drop(self.a.enqueue_write_buffer(&mut self.x, CL_NON_BLOCKING, 0, pinned, &[])?);
+                    self.enqueued()?;
+                }
+                Op::CopyD2h => {
+                    drop(self.a.enqueue_read_buffer(&self.x, CL_NON_BLOCKING, 0, pinned, &[])?);
+                    self.enqueued()?;
+                }
+                Op::EventRecord => {
+                    drop(self.a.enqueue_marker_with_wait_list(&[])?);
+                    self.enqueued()?;
+                }
                 Op::CrossStreamPair => {
                     // The fill waits for the previous pair's copy, which reads
                     // x; each queue is flushed before the other waits on it.
@@ -105,16 +143,20 @@ impl Path for Raw {
 
 /// Every operation of [`Op::ALL`] through raw OpenCL calls: on plain
 /// in-order queues (`raw`, compared with hetero's streams without timing),
-/// and on queues with profiling enabled (`raw-prof`, compared with hetero's
-/// default, timed streams), which shows what profiling itself costs.
+/// the same flushed as hetero flushes its queues (`raw-flushed`: NVIDIA's
+/// driver leaves unflushed work unsubmitted, so this is what it costs to
+/// keep the device busy while enqueuing), and on queues with profiling
+/// enabled (`raw-prof`, compared with hetero's default, timed streams),
+/// which shows what profiling itself costs.
 pub fn paths(name: &str) -> Result<Vec<crate::RawPath>, Fail> {
     Ok(vec![
-        ("raw", "hetero-untimed", Box::new(setup(name, 0)?)),
-        ("raw-prof", "hetero", Box::new(setup(name, CL_QUEUE_PROFILING_ENABLE)?)),
+        ("raw", "hetero-untimed", Box::new(setup(name, 0, false)?)),
+        ("raw-flushed", "hetero-untimed", Box::new(setup(name, 0, true)?)),
+        ("raw-prof", "hetero", Box::new(setup(name, CL_QUEUE_PROFILING_ENABLE, false)?)),
     ])
 }
 
-fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {
+fn setup(name: &str, properties: u64, flushing: bool) -> Result<Raw, Fail> {
     let device = find(name)?;
     let context = Context::from_device(&device)?;
     let (a, b) = (queue(&context, properties)?, queue(&context, properties)?);
@@ -135,5 +177,18 @@ fn setup(name: &str, properties: u64) -> Result<Raw, Fail> {
     // SAFETY: a blocking map of the whole buffer; the pointer stays valid
     // while the buffer lives (it is never unmapped before the end).
     drop(unsafe { a.enqueue_map_buffer(&pinned_buffer, CL_BLOCKING, flags, 0, words * 4, &mut mapped, &[]) }?);
-    Ok(Raw { context, a, b, kernel, x, y, _pinned_buffer: pinned_buffer, pinned: mapped.cast::<u32>(), copied: None })
+    Ok(Raw {
+        context,
+        a,
+        b,
+        kernel,
+        x,
+        y,
+        _pinned_buffer: pinned_buffer,
+        pinned: mapped.cast::<u32>(),
+        copied: None,
+        flushing,
+        unflushed: 0,
+        oldest: None,
+    })
 }

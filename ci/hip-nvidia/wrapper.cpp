@@ -42,18 +42,27 @@ EXPORT hipError_t hetero_hipSetDevice(int device) {
 // that device is then ready on this thread, so bind the context here too.
 //
 // With a context current, the CUDA runtime's current device is that
-// context's device, so the driver answers directly: two thread-local reads,
-// as hipGetDevice is on AMD. cudaGetDevice answers the same but costs about
-// half a microsecond more a call on an H100, which the harness would
-// otherwise add to every HIP operation (docs/results/2026-11-22-h100-final).
-// (A CUdevice is its ordinal in the driver, as cuDeviceGet hands it out.)
+// context's device. A context's device never changes, so the answer is kept
+// per thread next to the context it belongs to and used while that context
+// is still current: one cuCtxGetCurrent (a thread-local read), as
+// hipGetDevice is a thread-local read on AMD. cudaGetDevice gives the same
+// answer for several times the cost (ci/gpu/experiments/getdevice.c times
+// both), which the harness would otherwise add to every HIP operation.
+static thread_local CUcontext device_of_context = nullptr;
+static thread_local int device_of = -1;
+
 EXPORT hipError_t hetero_hipGetDevice(int* device) {
     if (device == nullptr) return hipErrorInvalidValue;
     CUcontext current = nullptr;
-    CUdevice bound = 0;
-    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr &&
-        cuCtxGetDevice(&bound) == CUDA_SUCCESS) {
-        *device = static_cast<int>(bound);
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current != nullptr) {
+        if (current != device_of_context) {
+            CUdevice bound = 0;
+            if (cuCtxGetDevice(&bound) != CUDA_SUCCESS) return hipErrorInvalidContext;
+            // A CUdevice is its ordinal, as cuDeviceGet hands it out.
+            device_of_context = current;
+            device_of = static_cast<int>(bound);
+        }
+        *device = device_of;
         return hipSuccess;
     }
     hipError_t e = hipGetDevice(device);
