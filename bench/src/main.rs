@@ -45,6 +45,10 @@ pub enum Op {
     LaunchToCompletion,
     /// Enqueue a 4 KiB copy from pinned memory to the device.
     CopyH2d,
+    /// The same copy with what hetero's tracking adds to it, as for
+    /// `LaunchTracked` (raw OpenCL: nothing, since hetero's tracking there
+    /// reuses the command's event); hetero and cudarc copy as in `CopyH2d`.
+    CopyH2dTracked,
     /// Enqueue a 4 KiB copy from the device to pinned memory.
     CopyD2h,
     /// Record an event.
@@ -64,11 +68,12 @@ pub enum Op {
 
 impl Op {
     /// Every operation, in table order.
-    pub const ALL: [Op; 9] = [
+    pub const ALL: [Op; 10] = [
         Op::Launch,
         Op::LaunchTracked,
         Op::LaunchToCompletion,
         Op::CopyH2d,
+        Op::CopyH2dTracked,
         Op::CopyD2h,
         Op::EventRecord,
         Op::CrossStreamPair,
@@ -79,7 +84,7 @@ impl Op {
     /// Operations per timed round.
     pub fn count(self) -> usize {
         match self {
-            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyD2h | Op::EventRecord => 2000,
+            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyH2dTracked | Op::CopyD2h | Op::EventRecord => 2000,
             Op::CrossStreamPair => 1000,
             Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip => 200,
         }
@@ -91,6 +96,7 @@ impl Op {
             Op::LaunchTracked => "launch + tracking",
             Op::LaunchToCompletion => "launch + wait",
             Op::CopyH2d => "4 KiB pinned H2D",
+            Op::CopyH2dTracked => "H2D + tracking",
             Op::CopyD2h => "4 KiB pinned D2H",
             Op::EventRecord => "event record",
             Op::CrossStreamPair => "cross-stream pair",

@@ -141,6 +141,13 @@ impl Path for Driver {
                     }
                 }
                 Op::CopyH2d => check("cuMemcpyHtoDAsync", sys::cuMemcpyHtoDAsync_v2(x, self.pinned, words * 4, a))?,
+                Op::CopyH2dTracked => {
+                    let mut current: sys::CUcontext = std::ptr::null_mut();
+                    check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+                    check("cuMemcpyHtoDAsync", sys::cuMemcpyHtoDAsync_v2(x, self.pinned, words * 4, a))?;
+                    check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+                    check("cuEventRecord", sys::cuEventRecord(event, a))?;
+                }
                 Op::CopyD2h => check("cuMemcpyDtoHAsync", sys::cuMemcpyDtoHAsync_v2(self.pinned, x, words * 4, a))?,
                 Op::EventRecord => check("cuEventRecord", sys::cuEventRecord(timed, a))?,
                 Op::CrossStreamPair => {
@@ -241,7 +248,7 @@ impl Path for Safe {
                     a.synchronize()?;
                 }
             }
-            Op::CopyH2d => a.memcpy_htod(&*pinned, x)?,
+            Op::CopyH2d | Op::CopyH2dTracked => a.memcpy_htod(&*pinned, x)?,
             Op::CopyD2h => a.memcpy_dtoh(&*x, pinned)?,
             Op::EventRecord => event.record(a)?,
             Op::CrossStreamPair => {

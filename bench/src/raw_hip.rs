@@ -137,6 +137,13 @@ impl Path for Raw {
                     }
                 }
                 Op::CopyH2d => check("hipMemcpyHtoDAsync", hip::hipMemcpyHtoDAsync(x, self.pinned, words * 4, a))?,
+                Op::CopyH2dTracked => {
+                    let mut current = 0;
+                    check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+                    check("hipMemcpyHtoDAsync", hip::hipMemcpyHtoDAsync(x, self.pinned, words * 4, a))?;
+                    check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+                    check("hipEventRecord", hip::hipEventRecord(event, a))?;
+                }
                 Op::CopyD2h => check("hipMemcpyDtoHAsync", hip::hipMemcpyDtoHAsync(self.pinned, x, words * 4, a))?,
                 Op::EventRecord => check("hipEventRecord", hip::hipEventRecord(timed, a))?,
                 Op::CrossStreamPair => {

@@ -104,7 +104,7 @@ impl Path for Raw {
                         self.enqueued()?;
                     }
                 }
-                Op::CopyH2d => {
+                Op::CopyH2d | Op::CopyH2dTracked => {
                     drop(self.a.enqueue_write_buffer(&mut self.x, CL_NON_BLOCKING, 0, pinned, &[])?);
                     self.enqueued()?;
                 }

@@ -30,7 +30,7 @@ impl Path for Typed<'_> {
                     a.synchronize()?;
                 }
             }
-            Op::CopyH2d => a.copy(&*pinned, x)?,
+            Op::CopyH2d | Op::CopyH2dTracked => a.copy(&*pinned, x)?,
             Op::CopyD2h => a.copy(&*x, pinned)?,
             Op::EventRecord => a.record(event)?,
             Op::CrossStreamPair => {

@@ -6,7 +6,7 @@
 #
 # Builds the HIP-on-NVIDIA harness and times the device queries
 # (getdevice.c) into $OUT/getdevice.log.
-set -euo pipefail
+set -uo pipefail
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
 exec > >(tee -a "$out/getdevice.log") 2>&1
