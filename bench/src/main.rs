@@ -36,18 +36,19 @@ pub mod sizes {
 pub enum Op {
     /// Enqueue a one-block `affine_u32` launch.
     Launch,
-    /// The same launch with what hetero's tracking adds to it: raw paths
-    /// also record an untimed event after it and check the current device
-    /// (CUDA: `cuCtxGetCurrent`, HIP: `hipGetDevice`) before each call, as
-    /// hetero does; hetero and cudarc launch as in `Launch`.
+    /// The same launch with what hetero's tracking adds to it: raw CUDA
+    /// and HIP also record an untimed event after it and check the current
+    /// device (CUDA: `cuCtxGetCurrent`, HIP: `hipGetDevice`) before each
+    /// call, as hetero does; raw OpenCL keeps the command's event until the
+    /// next tracked command (hetero tracks with that event); hetero and
+    /// cudarc launch as in `Launch`.
     LaunchTracked,
     /// Launch it and wait for it.
     LaunchToCompletion,
     /// Enqueue a 4 KiB copy from pinned memory to the device.
     CopyH2d,
     /// The same copy with what hetero's tracking adds to it, as for
-    /// `LaunchTracked` (raw OpenCL: nothing, since hetero's tracking there
-    /// reuses the command's event); hetero and cudarc copy as in `CopyH2d`.
+    /// `LaunchTracked`; hetero and cudarc copy as in `CopyH2d`.
     CopyH2dTracked,
     /// Enqueue a 4 KiB copy from the device to pinned memory.
     CopyD2h,

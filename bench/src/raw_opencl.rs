@@ -53,6 +53,9 @@ struct Raw {
     pinned: *mut u32,
     /// The last cross-stream pair's copy, which reads `x`.
     copied: Option<Event>,
+    /// The last tracked command's event, kept until the next one replaces
+    /// it: what tracking needs to know when the command is done.
+    tracked: Option<Event>,
     /// Whether queue `a` is flushed as hetero's streams flush theirs, and
     /// its commands since the last flush, the first of them at `oldest`.
     flushing: bool,
@@ -66,6 +69,14 @@ const FLUSH_COMMANDS: u32 = 16;
 const FLUSH_AFTER: Duration = Duration::from_micros(100);
 
 impl Raw {
+    /// Keeps `event` as the last tracked command's when `tracked`, else
+    /// releases it at once.
+    fn keep(&mut self, tracked: bool, event: Event) {
+        if tracked {
+            self.tracked = Some(event);
+        }
+    }
+
     /// Counts one command enqueued on `a`, flushing it as hetero would.
     fn enqueued(&mut self) -> Result<(), Fail> {
         if !self.flushing {
@@ -97,7 +108,8 @@ impl Path for Raw {
                     self.kernel.set_arg(3, &1u32)?;
                     let size = [64usize];
                     let g = size.as_ptr();
-                    drop(self.a.enqueue_nd_range_kernel(self.kernel.get(), 1, std::ptr::null(), g, g, &[])?);
+                    let launched = self.a.enqueue_nd_range_kernel(self.kernel.get(), 1, std::ptr::null(), g, g, &[])?;
+                    self.keep(op == Op::LaunchTracked, launched);
                     if op == Op::LaunchToCompletion {
                         self.a.finish()?;
                     } else {
@@ -105,7 +117,8 @@ impl Path for Raw {
                     }
                 }
                 Op::CopyH2d | Op::CopyH2dTracked => {
-                    drop(self.a.enqueue_write_buffer(&mut self.x, CL_NON_BLOCKING, 0, pinned, &[])?);
+                    let copied = self.a.enqueue_write_buffer(&mut self.x, CL_NON_BLOCKING, 0, pinned, &[])?;
+                    self.keep(op == Op::CopyH2dTracked, copied);
                     self.enqueued()?;
                 }
                 Op::CopyD2h => {
@@ -187,6 +200,7 @@ fn setup(name: &str, properties: u64, flushing: bool) -> Result<Raw, Fail> {
         _pinned_buffer: pinned_buffer,
         pinned: mapped.cast::<u32>(),
         copied: None,
+        tracked: None,
         flushing,
         unflushed: 0,
         oldest: None,
