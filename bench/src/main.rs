@@ -82,11 +82,14 @@ impl Op {
         Op::RoundTrip,
     ];
 
-    /// Operations per timed round.
-    pub fn count(self) -> usize {
+    /// Operations per timed round, for `enqueues` per round of the
+    /// operations that only enqueue.
+    pub fn count(self, enqueues: usize) -> usize {
         match self {
-            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyH2dTracked | Op::CopyD2h | Op::EventRecord => 2000,
-            Op::CrossStreamPair => 1000,
+            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyH2dTracked | Op::CopyD2h | Op::EventRecord => {
+                enqueues
+            }
+            Op::CrossStreamPair => enqueues.div_ceil(2),
             Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip => 200,
         }
     }
@@ -148,6 +151,11 @@ struct Cli {
     /// Untimed rounds first.
     #[arg(long, default_value_t = 2)]
     warmup: u16,
+    /// Operations per round of the operations that only enqueue (half as
+    /// many cross-stream pairs). Fewer keep the device's queue from filling,
+    /// which would make the host wait for the device.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    enqueues: u32,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -167,7 +175,11 @@ pub type RawPath = (&'static str, &'static str, Box<dyn measure::Path>);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let plan = Plan { warmup: usize::from(cli.warmup), rounds: usize::from(cli.rounds) };
+    let plan = Plan {
+        warmup: usize::from(cli.warmup),
+        rounds: usize::from(cli.rounds),
+        enqueues: usize::try_from(cli.enqueues).unwrap_or(usize::MAX),
+    };
     let backends = if cli.backend.is_empty() { hetero::compiled_backends() } else { cli.backend.clone() };
     let mut contexts = Vec::new();
     for backend in backends {
@@ -274,6 +286,7 @@ fn main() -> ExitCode {
             "unit": "microseconds of host time per operation (median of rounds)",
             "rounds": plan.rounds,
             "warmup": plan.warmup,
+            "enqueues": plan.enqueues,
             "interleaved": true,
             "pull_repeats": cli.pull_repeats,
             "devices": results,

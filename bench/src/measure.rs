@@ -22,6 +22,8 @@ pub struct Plan {
     pub warmup: usize,
     /// Timed rounds.
     pub rounds: usize,
+    /// Operations per round of the enqueue-only operations ([`Op::count`]).
+    pub enqueues: usize,
 }
 
 /// The median and the fastest round, in microseconds per operation.
@@ -69,8 +71,8 @@ impl<'a> Entry<'a> {
 }
 
 /// One round of `op` through `path`: microseconds per operation.
-fn round(path: &mut dyn Path, op: Op) -> Result<f64, Fail> {
-    let n = op.count();
+fn round(path: &mut dyn Path, op: Op, enqueues: usize) -> Result<f64, Fail> {
+    let n = op.count(enqueues);
     let start = Instant::now();
     for i in 0..n {
         path.run(op, i)?;
@@ -93,7 +95,7 @@ pub fn measure(entries: &mut [Entry<'_>], plan: Plan) {
                 if entry.error.is_some() {
                     continue;
                 }
-                match round(&mut *entry.path, op) {
+                match round(&mut *entry.path, op, plan.enqueues) {
                     Ok(us) if r >= plan.warmup => samples[at].push(us),
                     Ok(_) => {}
                     Err(e) => entry.error = Some(format!("{op:?}: {e}")),
