@@ -30,6 +30,7 @@ macro_rules! backend_tests {
             #[case::query_with_blocker(semantics::query_before_and_after_completion)]
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
             #[case::untimed_stream(semantics::untimed_streams_order_but_refuse_timing)]
+            #[case::sync_events(semantics::sync_events_order_and_carry_no_time)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
             #[case::wait_alone(semantics::a_wait_alone_holds_the_stream)]
             #[case::shared_stream(semantics::threads_sharing_a_stream_wait_for_their_own_work)]

@@ -137,6 +137,54 @@ pub fn raw_event_wait_orders_streams(ctx: &Context) {
     }
 }
 
+/// Synchronisation events (`create_sync_event`, what tracking records) on
+/// a timed stream. Guards the OpenCL shortcut that lets any command event
+/// stand for an untimed recording, a completed one included: recorded after
+/// a blocking copy the event orders later work at once, recorded behind a
+/// closed gate it stays pending, and it never carries time.
+pub fn sync_events_order_and_carry_no_time(ctx: &Context) {
+    let dev = ctx.device();
+    let flags = StreamFlags { non_blocking: true, timing: true, ..StreamFlags::default() };
+    let (a, b) = (dev.create_stream(flags).unwrap(), dev.create_stream(flags).unwrap());
+    let (sync, gate) = (dev.create_sync_event().unwrap(), dev.create_user_event().unwrap());
+    let alloc = dev.alloc_device(64).unwrap();
+    let pinned = dev.alloc_pinned(64).unwrap();
+    let pattern: Vec<u8> = (0..64).collect();
+    let range = DeviceRange { alloc, offset: 0, len: 64 };
+    // SAFETY: every handle is this test's own and used by this thread only;
+    // `pattern` outlives the blocking copy and `pinned` every copy of it.
+    unsafe {
+        let host = dev.pinned_ptr(pinned).unwrap().as_ptr();
+        dev.fill_u32(range, 7, a).unwrap();
+        dev.copy_h2d_sync(pattern.as_ptr(), range, a).unwrap();
+        dev.record_event(sync, a).unwrap();
+        dev.stream_wait_event(b, sync).unwrap();
+        dev.copy_d2h(range, host, b).unwrap();
+        dev.synchronize_stream(b).unwrap();
+        assert_eq!(std::slice::from_raw_parts(host, 64), pattern.as_slice());
+
+        dev.stream_wait_event(a, gate).unwrap();
+        dev.copy_d2h(range, host, a).unwrap();
+        dev.record_event(sync, a).unwrap();
+        assert!(!dev.query_event(sync).unwrap(), "a sync event recorded behind a closed gate completed");
+        dev.complete_user_event(gate).unwrap();
+        dev.synchronize_event(sync).unwrap();
+        assert!(dev.query_stream(a).unwrap(), "the stream was busy after its last recording completed");
+        let err = dev.elapsed_ms(sync, sync).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidHandle, "{err}");
+        assert!(err.to_string().contains("synchronisation event"), "{err}");
+
+        for e in [sync, gate] {
+            dev.destroy_event(e).unwrap();
+        }
+        for alloc in [alloc, pinned] {
+            dev.free(alloc).unwrap();
+        }
+        dev.destroy_stream(a).unwrap();
+        dev.destroy_stream(b).unwrap();
+    }
+}
+
 /// Copies pinned[src..src+len] -> device[dst'..] -> pinned[dst..dst+len]
 /// inside one pinned allocation; everything outside the target range keeps
 /// its sentinel.

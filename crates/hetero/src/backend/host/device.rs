@@ -155,6 +155,10 @@ impl Device for HostDevice {
         Ok(EventId(self.events.insert(HostEvent::default())))
     }
 
+    fn create_sync_event(&self) -> Result<EventId> {
+        Ok(EventId(self.events.insert(HostEvent::sync())))
+    }
+
     fn create_user_event(&self) -> Result<EventId> {
         Ok(EventId(self.events.insert(HostEvent::user())))
     }

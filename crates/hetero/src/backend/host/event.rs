@@ -41,9 +41,16 @@ pub(super) struct HostEvent {
     reached: Condvar,
     /// A user event: completed by the host, never recorded.
     user: bool,
+    /// A synchronisation event (`create_sync_event`): it keeps no time.
+    untimed: bool,
 }
 
 impl HostEvent {
+    /// An event for ordering and completion only: [`HostEvent::time`] refuses it.
+    pub(super) fn sync() -> Self {
+        Self { untimed: true, ..Self::default() }
+    }
+
     /// An event that completes only by [`HostEvent::complete`] from the host.
     pub(super) fn user() -> Self {
         let event = Self { user: true, ..Self::default() };
@@ -125,6 +132,9 @@ impl HostEvent {
 
     /// When the latest recording was reached, or `NotReady`.
     pub(super) fn time(&self, call: &'static str) -> Result<Instant> {
+        if self.untimed {
+            return Err(error(call, ErrorKind::InvalidHandle, "a synchronisation event carries no time"));
+        }
         let marks = self.lock();
         if let Some(e) = marks.failed.get(&marks.recorded) {
             return Err(e.clone());

@@ -254,7 +254,11 @@ impl Device for OpenClDevice {
     }
 
     fn create_event(&self) -> Result<EventId> {
-        Ok(EventId(self.events.insert(ClEvent::marker())))
+        Ok(EventId(self.events.insert(ClEvent::marker(true))))
+    }
+
+    fn create_sync_event(&self) -> Result<EventId> {
+        Ok(EventId(self.events.insert(ClEvent::marker(false))))
     }
 
     fn create_user_event(&self) -> Result<EventId> {
@@ -282,7 +286,7 @@ impl Device for OpenClDevice {
             return Err(error("record_event", ErrorKind::InvalidHandle, "a user event cannot be recorded"));
         }
         let queue = self.queue("record_event", stream)?;
-        let event = queue.recording()?;
+        let event = queue.recording(slot.timed)?;
         slot.set(event, queue);
         Ok(())
     }
@@ -304,6 +308,11 @@ impl Device for OpenClDevice {
     unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         let time = |id: EventId| -> Result<u64> {
             let slot = self.events.get("elapsed_ms", id.0)?;
+            if !slot.timed {
+                let what =
+                    if slot.user { "user events carry no time" } else { "a synchronisation event carries no time" };
+                return Err(error("elapsed_ms", ErrorKind::InvalidHandle, what));
+            }
             let ev =
                 slot.current()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))?;
             if !is_complete(&ev, "elapsed_ms")? {

@@ -21,15 +21,20 @@ pub(super) struct ClEvent {
     latest: Mutex<Option<Recording>>,
     /// A user event: completed by the host, never recorded.
     pub(super) user: bool,
+    /// Whether the event keeps time (`create_event`); a synchronisation
+    /// event (`create_sync_event`) does not, so any command event that
+    /// completes after the work before its recording may stand for it.
+    pub(super) timed: bool,
 }
 
 impl ClEvent {
-    pub(super) fn marker() -> Self {
-        Self { latest: Mutex::new(None), user: false }
+    /// An event recorded from queues, timed or for synchronisation only.
+    pub(super) fn marker(timed: bool) -> Self {
+        Self { latest: Mutex::new(None), user: false, timed }
     }
 
     pub(super) fn user(event: Event) -> Self {
-        Self { latest: Mutex::new(Some((Arc::new(event), None))), user: true }
+        Self { latest: Mutex::new(Some((Arc::new(event), None))), user: true, timed: false }
     }
 
     /// Replaces the latest recording, made on `source`.

@@ -164,15 +164,18 @@ impl ClStream {
 
     /// An event that completes when everything enqueued so far has: the
     /// last command's, while it may still stand for a recording made now,
-    /// else a new marker's. On a profiling queue a completed command's event
-    /// does not serve: its end time is that completion's, not the recording's
-    /// (timing would include the idle gap).
-    pub(super) fn recording(&self) -> Result<Arc<Event>> {
+    /// else a new marker's. For a `timed` recording on a profiling queue a
+    /// completed command's event does not serve: its end time is that
+    /// completion's, not the recording's (timing would include the idle
+    /// gap). Any last command serves an untimed recording: it completes
+    /// after everything before it, and a completed one says so at once.
+    pub(super) fn recording(&self, timed: bool) -> Result<Arc<Event>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
         let reusable = match last.event.as_ref() {
-            None | Some((_, false)) => false,
-            Some(_) if !self.profiling => true,
+            None => false,
+            Some(_) if !timed || !self.profiling => true,
+            Some((_, false)) => false,
             // An unflushed command is pending without asking the driver.
             Some(_) if self.unflushed.load(Ordering::Acquire) => true,
             Some((event, true)) => matches!(is_complete(event, "record_event"), Ok(false)),
