@@ -45,8 +45,8 @@ EXPORT hipError_t hetero_hipSetDevice(int device) {
 // context's device. A context's device never changes, so the answer is kept
 // per thread next to the context it belongs to and used while that context
 // is still current: one cuCtxGetCurrent (a thread-local read), as
-// hipGetDevice is a thread-local read on AMD. On an H100 host this takes
-// 25 ns a call, against 50 ns for cudaGetDevice and 18 ns for
+// hipGetDevice is a thread-local read on AMD. On an H100 host this took
+// 16 ns a call, against 34 ns for cudaGetDevice and 12 ns for
 // cuCtxGetCurrent alone (ci/gpu/experiments/getdevice.c; the report in
 // docs/results/2026-11-22-h100-like-for-like). The cache assumes a context
 // is not destroyed and another made at its address for another device
