@@ -27,7 +27,7 @@ pub struct PullCost {
 
 /// Runs pull at `size` (checked against its reference like in `conform`).
 pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
-    let tuning = Tuning { pull_streams: vec![1, 4], ..Tuning::default() };
+    let tuning = Tuning { pull_streams: vec![1, 4], pull_threads: Vec::new(), ..Tuning::default() };
     let env = Env { ctx, size, seed: 1, dump: None, tuning: &tuning };
     let outcomes = pull::run(&env).map_err(|e| format!("pull: {e}"))?;
     outcomes

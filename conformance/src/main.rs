@@ -72,6 +72,11 @@ struct Cli {
     /// Stream counts of the pull variants, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = clap::value_parser!(u16).range(1..=64))]
     pull_streams: Vec<u16>,
+    /// Host-thread counts of the threaded pull variants, comma-separated: each thread enqueues its
+    /// share of the batches on its own stream with its own buffers, as a framework's thread pool
+    /// would. 0 runs none.
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = clap::value_parser!(u16).range(0..=64))]
+    pull_threads: Vec<u16>,
     /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.
     #[arg(long)]
     pull_pageable: bool,
@@ -106,6 +111,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     // Everything that can be checked before a device is touched.
     let tuning = conformance::Tuning {
         pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
+        pull_threads: cli.pull_threads.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
         pull_pageable: cli.pull_pageable,
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),

@@ -270,6 +270,8 @@ fn workload_options() {
         "pull,wave",
         "--pull-streams",
         "2,3",
+        "--pull-threads",
+        "2,0",
         "--pull-pageable",
         "--wave-grid",
         "40",
@@ -284,9 +286,24 @@ fn workload_options() {
         report["runs"][0]["results"].as_array().unwrap().iter().map(|r| r["variant"].as_str().unwrap()).collect();
     assert_eq!(
         variants,
-        ["streams-2", "streams-3", "pageable-streams-2", "pageable-streams-3", "sync", "stream-sync", "event-sync"]
+        [
+            "streams-2",
+            "streams-3",
+            "threads-2",
+            "pageable-streams-2",
+            "pageable-streams-3",
+            "sync",
+            "stream-sync",
+            "event-sync"
+        ]
     );
-    for bad in [&["--pull-streams", "0"][..], &["--wave-grid", "3"], &["--snapshot-every", "0"]] {
+    for bad in [
+        &["--pull-streams", "0"][..],
+        &["--pull-threads", "65"],
+        &["--pull-threads", "x"],
+        &["--wave-grid", "3"],
+        &["--snapshot-every", "0"],
+    ] {
         assert_eq!(conform(bad).status.code(), Some(2), "{bad:?}");
     }
     std::fs::remove_dir_all(dir).unwrap();

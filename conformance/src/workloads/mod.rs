@@ -84,6 +84,9 @@ pub struct Env<'a> {
 pub struct Tuning {
     /// Stream counts of the pull variants (one variant each).
     pub pull_streams: Vec<usize>,
+    /// Host-thread counts of the threaded pull variants: each thread
+    /// enqueues its share of the batches on a stream and buffers of its own.
+    pub pull_threads: Vec<usize>,
     /// Also stage pull's inputs from pageable memory (blocking copies), as
     /// extra variants to compare with pinned staging.
     pub pull_pageable: bool,
@@ -95,7 +98,13 @@ pub struct Tuning {
 
 impl Default for Tuning {
     fn default() -> Self {
-        Self { pull_streams: vec![1, 4], pull_pageable: false, wave_grid: None, wave_snapshot_every: None }
+        Self {
+            pull_streams: vec![1, 4],
+            pull_threads: vec![4],
+            pull_pageable: false,
+            wave_grid: None,
+            wave_snapshot_every: None,
+        }
     }
 }
 

@@ -318,21 +318,28 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         lane.stream.synchronize()?;
     }
     let mut outcomes = Vec::new();
-    let mut variants: Vec<(String, usize, bool)> =
-        env.tuning.pull_streams.iter().map(|&n| (format!("streams-{n}"), n.max(1), false)).collect();
+    let single = |n: usize, pageable| Variant { lanes: n.max(1), threaded: false, pageable };
+    let mut variants: Vec<(String, Variant)> =
+        env.tuning.pull_streams.iter().map(|&n| (format!("streams-{n}"), single(n, false))).collect();
+    variants.extend(
+        env.tuning
+            .pull_threads
+            .iter()
+            .map(|&n| (format!("threads-{n}"), Variant { lanes: n.max(1), threaded: true, pageable: false })),
+    );
     if env.tuning.pull_pageable {
-        variants.extend(env.tuning.pull_streams.iter().map(|&n| (format!("pageable-streams-{n}"), n.max(1), true)));
+        variants.extend(env.tuning.pull_streams.iter().map(|&n| (format!("pageable-streams-{n}"), single(n, true))));
     }
-    for (name, lanes, pageable) in variants {
-        let staging = if pageable { Staging::Pageable(&collisions) } else { Staging::Pinned(&staged) };
+    for (name, variant) in variants {
+        let staging = if variant.pageable { Staging::Pageable(&collisions) } else { Staging::Pinned(&staged) };
         // Measured: lanes without timing and no per-operation events, so
         // the time is what the work costs on every backend.
-        let (ms, got, _) = pass(ctx, lanes, &staging, &kernel, &batches, shape, false)?;
+        let (ms, got, _) = pass(ctx, variant, &staging, &kernel, &batches, shape, false)?;
         env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
         let mut verdict = elementwise(&got, &expect, |i| tolerance[i]);
         // Instrumented: the same batches with events around every operation,
         // for the copy/compute intervals and the overlap.
-        let (instrumented_ms, again, intervals) = pass(ctx, lanes, &staging, &kernel, &batches, shape, true)?;
+        let (instrumented_ms, again, intervals) = pass(ctx, variant, &staging, &kernel, &batches, shape, true)?;
         let again_verdict = elementwise(&again, &expect, |i| tolerance[i]);
         if verdict.passed() && !again_verdict.passed() {
             verdict = again_verdict;
@@ -357,6 +364,15 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     Ok(outcomes)
 }
 
+/// How a pass spreads the batches: over `lanes` streams (round-robin),
+/// enqueued from this thread or, `threaded`, from one host thread per lane.
+#[derive(Debug, Clone, Copy)]
+struct Variant {
+    lanes: usize,
+    threaded: bool,
+    pageable: bool,
+}
+
 /// Buffer sizes of a lane.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
@@ -365,14 +381,18 @@ struct Shape {
     total_jets: usize,
 }
 
-/// One run of every batch round-robin over `lanes` fresh lanes: device ms
-/// from a start event that every lane waits on to a stop event after all of
-/// them (on a timed stream of their own, so the lanes themselves need no
-/// timing), the pull vectors, and with `instrumented` the per-operation
-/// intervals (the lanes are then timed streams).
+/// One run of every batch round-robin over `variant.lanes` fresh lanes:
+/// device ms from a start event that every lane waits on to a stop event
+/// after all of them (on a timed stream of their own, so the lanes
+/// themselves need no timing), the pull vectors, and with `instrumented`
+/// the per-operation intervals (the lanes are then timed streams). A
+/// threaded variant enqueues each lane's batches from a host thread of its
+/// own, with a timeline of its own; their origins are recorded one after
+/// another on the clock stream before any lane work, so the intervals of
+/// all threads share a time base to within those records.
 fn pass(
     ctx: &Context,
-    lanes: usize,
+    variant: Variant,
     staging: &Staging<'_>,
     kernel: &Kernel,
     batches: &[EventRange],
@@ -380,7 +400,7 @@ fn pass(
     instrumented: bool,
 ) -> Result<(f64, Vec<f32>, Vec<crate::timeline::Interval>), Failure> {
     let Shape { max_jets, max_constituents, total_jets } = shape;
-    let mut lanes: Vec<Lane> = (0..lanes)
+    let mut lanes: Vec<Lane> = (0..variant.lanes)
         .map(|_| {
             let stream = if instrumented { ctx.stream()? } else { ctx.untimed_stream()? };
             Lane::new(ctx, stream, max_jets, max_constituents, total_jets)
@@ -393,16 +413,43 @@ fn pass(
         lane.stream.wait(&start)?;
     }
     let count = lanes.len();
-    let mut timeline = if instrumented {
-        let streams: Vec<&Stream> = lanes.iter().map(|l| &l.stream).collect();
-        Timeline::new(ctx, &clock, &streams)?
-    } else {
-        Timeline::off(ctx)?
+    let timeline = |streams: &[&Stream]| {
+        if instrumented { Timeline::new(ctx, &clock, streams) } else { Timeline::off(ctx) }
     };
-    let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
-    for (i, &batch) in batches.iter().enumerate() {
-        lanes[i % count].enqueue(staging, kernel, batch, &mut timeline, &tracks[i % count])?;
-    }
+    let timelines: Vec<Timeline<'_>> = if variant.threaded {
+        let tracks: Vec<String> = (0..count).map(|i| format!("thread {i}")).collect();
+        let mut timelines: Vec<Timeline<'_>> =
+            lanes.iter().map(|l| timeline(&[&l.stream])).collect::<Result<_, _>>()?;
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = lanes
+                .iter_mut()
+                .zip(timelines.iter_mut())
+                .zip(&tracks)
+                .enumerate()
+                .map(|(t, ((lane, timeline), track))| {
+                    scope.spawn(move || -> Result<(), hetero::Error> {
+                        for &batch in batches.iter().skip(t).step_by(count) {
+                            lane.enqueue(staging, kernel, batch, timeline, track)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers.into_iter().try_for_each(|w| match w.join() {
+                Ok(result) => result.map_err(Failure::from),
+                Err(_) => Err(Failure::Internal("a pull thread panicked".into())),
+            })
+        })?;
+        timelines
+    } else {
+        let streams: Vec<&Stream> = lanes.iter().map(|l| &l.stream).collect();
+        let mut timeline = timeline(&streams)?;
+        let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
+        for (i, &batch) in batches.iter().enumerate() {
+            lanes[i % count].enqueue(staging, kernel, batch, &mut timeline, &tracks[i % count])?;
+        }
+        vec![timeline]
+    };
     let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
     for (lane, end) in lanes.iter().zip(&ends) {
         lane.stream.record(end)?;
@@ -418,7 +465,11 @@ fn pass(
         let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
         got[range.clone()].copy_from_slice(&lanes[i % count].out.host_slice()?[range]);
     }
-    Ok((ms, got, timeline.finish()?))
+    let mut intervals = Vec::new();
+    for timeline in timelines {
+        intervals.extend(timeline.finish()?);
+    }
+    Ok((ms, got, intervals))
 }
 
 fn dump_inputs(env: &Env<'_>, c: &Collisions) -> Result<(), Failure> {
