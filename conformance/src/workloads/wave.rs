@@ -4,15 +4,25 @@
 //! Scheme (`wave.kern`): 4th order in space, 2nd in time, Courant number
 //! 0.5 (`c2 = 0.25`), a Ricker wavelet injected at the centre cell, zero
 //! boundary cells. Five device wavefields rotate: step `s` writes field
-//! `(s+2) % 5` from fields `s % 5` and `(s+1) % 5`, so a field being copied
-//! out is not overwritten for three more steps. Every `snapshot_every`
+//! `(s+2) % 5` from fields `s % 5` and `(s+1) % 5`. Every `snapshot_every`
 //! steps the new field is copied to its slot of one pinned array.
 //!
 //! Variants: `sync` (one stream; compute waits for every copy),
 //! `stream-sync` (copy stream; the host synchronises the compute stream
-//! before each copy and the copy stream before a field is reused) and
-//! `event-sync` (copy stream; only device-side event waits). All three must
-//! give bit-identical snapshots on one backend.
+//! before each copy and the copy stream before a staging buffer is reused)
+//! and `event-sync` (copy stream; only device-side event waits). All three
+//! must give bit-identical snapshots on one backend.
+//!
+//! Copies that never stall compute: the two asynchronous variants do not
+//! copy a wavefield to the host, since a field is overwritten three steps
+//! later and a snapshot copy (over PCIe or NVLink) takes longer than three
+//! steps, so compute would wait for it. The compute stream instead copies
+//! the new field into one of [`STAGING`] device buffers (device-to-device,
+//! at device bandwidth, a fraction of a step), and the copy stream copies
+//! that buffer to pinned memory. Compute waits only when the copy stream is
+//! [`STAGING`] whole snapshots behind, that is when copying a snapshot
+//! takes longer than `STAGING * snapshot_every` steps: then the copy
+//! engine, not the schedule, is the limit.
 //!
 //! Tolerance against the float64 reference: the scheme is stable and
 //! non-dissipative, so rounding errors of about `8 u max|u|` per step
@@ -37,6 +47,8 @@ pub const PEAK: f64 = 0.04;
 pub const BLOCK_WIDTH: u32 = 256;
 /// Rotating device wavefields.
 pub const FIELDS: usize = 5;
+/// Device buffers the asynchronous variants stage snapshots in (module doc).
+pub const STAGING: usize = 2;
 
 /// Grid and schedule of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,9 +260,11 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
         fields.push(field);
     }
     let mut snapshots = ctx.alloc_pinned::<f32>(g.snapshots() * cells)?;
+    let staging_count = if variant == Variant::Sync { 0 } else { STAGING };
+    let mut staging = (0..staging_count).map(|_| ctx.alloc::<f32>(cells)).collect::<Result<Vec<_>, _>>()?;
     let events = |n: usize| (0..n).map(|_| ctx.event()).collect::<Result<Vec<Event>, _>>();
-    let (computed, copied) = (events(FIELDS)?, events(FIELDS)?);
-    let mut awaiting_copy = [false; FIELDS];
+    let (staged, copied) = (events(staging_count)?, events(staging_count)?);
+    let mut awaiting_copy = [false; STAGING];
     let (start, stop) = (ctx.event()?, ctx.event()?);
     compute.record(&start)?;
     copier.wait(&start)?;
@@ -258,14 +272,6 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
 
     for (step, &src) in source.iter().enumerate() {
         let target = (step + 2) % FIELDS;
-        if awaiting_copy[target] {
-            match variant {
-                Variant::StreamSync => copier.synchronize()?,
-                Variant::EventSync => compute.wait(&copied[target])?,
-                Variant::Sync => {}
-            }
-            awaiting_copy = [false; FIELDS];
-        }
         timeline.span(&compute, "compute", "wave_step", Kind::Kernel, || {
             launch_step(&compute, kernel, width, g, &mut fields, step, src)
         })?;
@@ -274,24 +280,36 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
         }
         let slot = (step + 1) / g.snapshot_every - 1;
         let dst = snapshots.slice_mut(slot * cells..(slot + 1) * cells)?;
-        match variant {
-            Variant::Sync => {
-                timeline
-                    .span(&compute, "compute", "snapshot D2H", Kind::Copy, || compute.copy(&fields[target], dst))?;
-            }
-            Variant::StreamSync => {
-                compute.synchronize()?;
-                timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(&fields[target], dst))?;
-                awaiting_copy[target] = true;
-            }
-            Variant::EventSync => {
-                compute.record(&computed[target])?;
-                copier.wait(&computed[target])?;
-                timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(&fields[target], dst))?;
-                copier.record(&copied[target])?;
-                awaiting_copy[target] = true;
+        if variant == Variant::Sync {
+            timeline.span(&compute, "compute", "snapshot D2H", Kind::Copy, || compute.copy(&fields[target], dst))?;
+            continue;
+        }
+        // The staging buffer this snapshot goes through, once the copy
+        // stream no longer reads it (in stream order, the typed layer's
+        // tracking would also make the compute stream wait).
+        let k = slot % STAGING;
+        if awaiting_copy[k] {
+            match variant {
+                Variant::StreamSync => {
+                    copier.synchronize()?;
+                    awaiting_copy = [false; STAGING];
+                }
+                _ => compute.wait(&copied[k])?,
             }
         }
+        let buffer = &mut staging[k];
+        timeline
+            .span(&compute, "compute", "snapshot D2D", Kind::Kernel, || compute.copy(&fields[target], &mut *buffer))?;
+        match variant {
+            Variant::StreamSync => compute.synchronize()?,
+            _ => {
+                compute.record(&staged[k])?;
+                copier.wait(&staged[k])?;
+            }
+        }
+        timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(&staging[k], dst))?;
+        copier.record(&copied[k])?;
+        awaiting_copy[k] = true;
     }
     let drained = ctx.event()?;
     copier.record(&drained)?;
