@@ -58,8 +58,12 @@ pub fn render(report: &Report) -> String {
             let time = r.device_ms.unwrap_or(f64::NAN);
             match (r.metrics.get("speedup_vs_sync"), r.metrics.get("sync_ms")) {
                 (Some(speedup), Some(sync)) => {
+                    let ideal = match (r.metrics.get("ideal_ms"), r.metrics.get("of_ideal")) {
+                        (Some(ideal), Some(of)) => format!(", ideal {ideal:.3} ms ({of:.2}x of it)"),
+                        _ => String::new(),
+                    };
                     out += &format!(
-                        "overlap: {} {} {}: sync {sync:.3} ms, async {time:.3} ms, speed-up {speedup:.2}x, {:.0}% of copy time hidden\n",
+                        "overlap: {} {} {}: sync {sync:.3} ms, async {time:.3} ms{ideal}, speed-up {speedup:.2}x, {:.0}% of copy time hidden\n",
                         run.backend,
                         r.workload.name(),
                         r.variant,

@@ -53,11 +53,17 @@ fn wave_reports_overlap_figures() {
     let Some(results) = results(Backend::Host, Workload::Wave) else { return };
     assert!(results[0].metrics.contains_key("copy_ms"));
     for r in &results[1..] {
-        for key in ["speedup_vs_sync", "hidden_copy_fraction", "sync_ms"] {
+        for key in ["speedup_vs_sync", "hidden_copy_fraction", "sync_ms", "ideal_ms", "of_ideal"] {
             assert!(r.metrics.contains_key(key), "{} lacks {key}", r.variant);
         }
         let hidden = r.metrics["hidden_copy_fraction"];
         assert!((0.0..=1.0).contains(&hidden), "{hidden}");
+        // Perfect overlap takes the longer of compute and copy: never more
+        // than running them one after the other, never nothing.
+        let (ideal, sync) = (r.metrics["ideal_ms"], r.metrics["sync_ms"]);
+        assert!(ideal > 0.0 && ideal <= sync, "ideal {ideal} ms against sync {sync} ms");
+        let achieved = r.device_ms.unwrap();
+        assert!((r.metrics["of_ideal"] - achieved / ideal).abs() < 1e-9, "{:?}", r.metrics);
     }
 }
 
