@@ -54,6 +54,18 @@ pub fn render(report: &Report) -> String {
             if let Some(note) = &r.note {
                 out += &format!("note: {} {} {}: {note}\n", run.backend, r.workload.name(), r.variant);
             }
+            if let (Some(every), Some(step), Some(copy), true) = (
+                r.metrics.get("snapshot_every"),
+                r.metrics.get("step_ms"),
+                r.metrics.get("snapshot_copy_ms"),
+                r.variant == "balanced-sync",
+            ) {
+                out += &format!(
+                    "balance: {} {}: one step {step:.4} ms, one snapshot copy {copy:.4} ms: a snapshot every {every} steps\n",
+                    run.backend,
+                    r.workload.name(),
+                );
+            }
             let Some(hidden) = r.metrics.get("hidden_copy_fraction") else { continue };
             let time = r.device_ms.unwrap_or(f64::NAN);
             match (r.metrics.get("speedup_vs_sync"), r.metrics.get("sync_ms")) {

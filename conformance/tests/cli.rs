@@ -294,7 +294,10 @@ fn workload_options() {
             "pageable-streams-3",
             "sync",
             "stream-sync",
-            "event-sync"
+            "event-sync",
+            "balanced-sync",
+            "balanced-stream-sync",
+            "balanced-event-sync"
         ]
     );
     for bad in [

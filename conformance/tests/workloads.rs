@@ -29,7 +29,10 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 #[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256"])]
 #[case::scan(Workload::Scan, &["block-256", "block-192"])]
 #[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4"])]
-#[case::wave(Workload::Wave, &["sync", "stream-sync", "event-sync"])]
+#[case::wave(
+    Workload::Wave,
+    &["sync", "stream-sync", "event-sync", "balanced-sync", "balanced-stream-sync", "balanced-event-sync"]
+)]
 fn every_variant_passes(
     #[values(Backend::Host, Backend::OpenCl, Backend::Cuda, Backend::Hip)] backend: Backend,
     #[case] workload: Workload,
@@ -52,7 +55,14 @@ fn every_variant_passes(
 fn wave_reports_overlap_figures() {
     let Some(results) = results(Backend::Host, Workload::Wave) else { return };
     assert!(results[0].metrics.contains_key("copy_ms"));
-    for r in &results[1..] {
+    // The balanced runs keep the interval they chose, and why.
+    let balanced: Vec<_> = results.iter().filter(|r| r.variant.starts_with("balanced-")).collect();
+    assert_eq!(balanced.len(), 3);
+    for r in &balanced {
+        assert!(r.metrics["snapshot_every"] >= 1.0, "{:?}", r.metrics);
+        assert!(r.metrics["step_ms"] > 0.0 && r.metrics["snapshot_copy_ms"] > 0.0, "{:?}", r.metrics);
+    }
+    for r in results.iter().filter(|r| r.variant.ends_with("stream-sync") || r.variant.ends_with("event-sync")) {
         for key in ["speedup_vs_sync", "hidden_copy_fraction", "sync_ms", "ideal_ms", "of_ideal"] {
             assert!(r.metrics.contains_key(key), "{} lacks {key}", r.variant);
         }

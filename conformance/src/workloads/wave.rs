@@ -24,6 +24,14 @@
 //! takes longer than `STAGING * snapshot_every` steps: then the copy
 //! engine, not the schedule, is the limit.
 //!
+//! Balanced runs: overlap matters most where copying takes as long as
+//! computing. Before them the suite times one step and one snapshot copy
+//! on this device and picks the snapshot interval `k` that makes the two
+//! totals equal (`copy / step`, rounded, at least 1), then runs the three
+//! variants again as `balanced-*` on the same grid for
+//! [`BALANCED_SNAPSHOTS`] snapshots (fewer when the size's step count is
+//! the limit). The choice is kept as metrics and printed by `conform`.
+//!
 //! Tolerance against the float64 reference: the scheme is stable and
 //! non-dissipative, so rounding errors of about `8 u max|u|` per step
 //! (eleven float32 operations per cell) add up at most linearly:
@@ -49,6 +57,9 @@ pub const BLOCK_WIDTH: u32 = 256;
 pub const FIELDS: usize = 5;
 /// Device buffers the asynchronous variants stage snapshots in (module doc).
 pub const STAGING: usize = 2;
+/// Snapshots of a balanced run (at most; fewer when the size's steps do
+/// not allow that many at the balanced interval).
+pub const BALANCED_SNAPSHOTS: usize = 10;
 
 /// Grid and schedule of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,13 +114,15 @@ impl Grid {
     /// pinned float32 snapshots and their copy.
     pub fn host_bytes(&self) -> u128 {
         let cells = self.cells() as u128;
-        let snapshots = self.snapshots() as u128;
+        // The balanced run that follows may keep more snapshots.
+        let snapshots = self.snapshots().max(self.steps.min(BALANCED_SNAPSHOTS)) as u128;
         cells * 3 * 8 + snapshots * cells * (8 + 3 * 2 * 4)
     }
 
-    /// Device memory a run needs, in bytes: the five rotating fields.
+    /// Device memory a run needs, in bytes: the rotating fields and the
+    /// staging buffers.
     pub fn device_bytes(&self) -> u128 {
-        self.cells() as u128 * 5 * 4
+        self.cells() as u128 * (FIELDS + STAGING) as u128 * 4
     }
 
     fn cells(&self) -> usize {
@@ -321,48 +334,119 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
     Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, intervals })
 }
 
-/// Runs the three variants and compares them with the reference and with each other.
+/// Runs the three variants on the size's grid, then on a balanced one
+/// (module doc), each compared with the reference and with its sync run.
 pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let g = Grid::tuned(env.size, env.tuning).map_err(Failure::Internal)?;
+    let kernel = env.ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_step")?;
+    // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
+    let warm = Grid { nx: 32, ny: 32, steps: 2, snapshot_every: 1 };
+    run_variant(env.ctx, &kernel, warm, &ricker(2), Variant::Sync)?;
+    let mut outcomes = run_grid(env, &kernel, g, "", true)?;
+    let balance = Balance::measure(env.ctx, &kernel, g)?;
+    let k = balance.snapshot_every(g.steps);
+    let balanced = Grid { steps: k * (g.steps / k).min(BALANCED_SNAPSHOTS), snapshot_every: k, ..g };
+    let mut more = run_grid(env, &kernel, balanced, "balanced-", false)?;
+    // `conform` prints the choice from these (table.rs).
+    for outcome in &mut more {
+        outcome.metrics.insert("snapshot_every".into(), k as f64);
+        outcome.metrics.insert("step_ms".into(), balance.step_ms);
+        outcome.metrics.insert("snapshot_copy_ms".into(), balance.copy_ms);
+    }
+    outcomes.extend(more);
+    Ok(outcomes)
+}
+
+/// One step's and one snapshot copy's device time on this device: the
+/// medians of a few of each, after one of each untimed.
+#[derive(Debug, Clone, Copy)]
+struct Balance {
+    step_ms: f64,
+    copy_ms: f64,
+}
+
+impl Balance {
+    const REPEATS: usize = 5;
+
+    fn measure(ctx: &Context, kernel: &Kernel, g: Grid) -> Result<Self, Failure> {
+        let stream = ctx.stream()?;
+        let width = block_width(ctx.info());
+        let mut fields = Vec::with_capacity(FIELDS);
+        for _ in 0..FIELDS {
+            let mut field = ctx.alloc::<f32>(g.cells())?;
+            stream.fill(&mut field, 0.0f32)?;
+            fields.push(field);
+        }
+        let mut host = ctx.alloc_pinned::<f32>(g.cells())?;
+        let (before, after) = (ctx.event()?, ctx.event()?);
+        let time = |op: &mut dyn FnMut() -> Result<(), Failure>| -> Result<f64, Failure> {
+            op()?;
+            let mut ms = Vec::with_capacity(Self::REPEATS);
+            for _ in 0..Self::REPEATS {
+                stream.record(&before)?;
+                op()?;
+                stream.record(&after)?;
+                after.synchronize()?;
+                ms.push(before.elapsed_ms(&after)?);
+            }
+            ms.sort_by(f64::total_cmp);
+            Ok(ms[ms.len() / 2])
+        };
+        let step_ms = time(&mut || launch_step(&stream, kernel, width, g, &mut fields, 0, 0.0))?;
+        let copy_ms = time(&mut || Ok(stream.copy(&fields[0], &mut host)?))?;
+        stream.synchronize()?;
+        Ok(Self { step_ms, copy_ms })
+    }
+
+    /// The interval that makes copy time equal compute time, within `1..=steps`.
+    fn snapshot_every(self, steps: usize) -> usize {
+        let k = if self.step_ms > 0.0 { (self.copy_ms / self.step_ms).round() } else { 1.0 };
+        if k.is_finite() { (k as usize).clamp(1, steps.max(1)) } else { 1 }
+    }
+}
+
+/// The three variants on grid `g`, named with `prefix`; `images` adds
+/// pictures of the sync run's snapshots for --html.
+fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool) -> Result<Vec<Outcome>, Failure> {
     let source = ricker(g.steps);
-    env.dump(Workload::Wave, "source", &[g.steps as u64], &source)?;
+    env.dump(Workload::Wave, &format!("{prefix}source"), &[g.steps as u64], &source)?;
     let expect = reference(g, &source);
     let shape = [g.snapshots() as u64, g.ny as u64, g.nx as u64];
-    env.dump(Workload::Wave, "snapshots_ref", &shape, &expect)?;
+    env.dump(Workload::Wave, &format!("{prefix}snapshots_ref"), &shape, &expect)?;
     let peak = expect.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let tolerance = g.steps as f64 * 8.0 * U32 * peak;
 
-    let kernel = env.ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_step")?;
-    // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
-    run_variant(env.ctx, &kernel, Grid { nx: 32, ny: 32, steps: 2, snapshot_every: 1 }, &source[..2], Variant::Sync)?;
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;
     for variant in Variant::ALL {
-        let mut run = run_variant(env.ctx, &kernel, g, &source, variant)?;
-        env.dump(Workload::Wave, &format!("{}_snapshots", variant.name()), &shape, &run.snapshots)?;
+        let mut run = run_variant(env.ctx, kernel, g, &source, variant)?;
+        let name = format!("{prefix}{}", variant.name());
+        env.dump(Workload::Wave, &format!("{name}_snapshots"), &shape, &run.snapshots)?;
         let verdict: Verdict = elementwise(&run.snapshots, &expect, |_| tolerance);
-        let mut outcome = Outcome::new(variant.name(), verdict, Some(run.total_ms))
+        let mut outcome = Outcome::new(name, verdict, Some(run.total_ms))
             .metric("peak_amplitude", peak)
             .with_output(super::Output::F32(run.snapshots.clone()));
         let copy_ms = run.copy_ms();
         outcome = outcome.metric("copy_ms", copy_ms);
         match &baseline {
             None => {
-                // Pictures of up to six of the synchronous variant's
-                // snapshots, evenly spaced, for --html.
-                let cells = g.cells();
-                let count = run.snapshots.len() / cells.max(1);
-                let stride = count.div_ceil(6).max(1);
-                outcome.images = run
-                    .snapshots
-                    .chunks(cells)
-                    .enumerate()
-                    .filter(|(k, _)| (k + 1) % stride == 0)
-                    .map(|(k, field)| {
-                        let label = format!("step {}", (k + 1) * g.snapshot_every);
-                        crate::html::Image::downsample(label, field, g.nx, g.ny, 48)
-                    })
-                    .collect();
+                if images {
+                    // Pictures of up to six of the synchronous variant's
+                    // snapshots, evenly spaced, for --html.
+                    let cells = g.cells();
+                    let count = run.snapshots.len() / cells.max(1);
+                    let stride = count.div_ceil(6).max(1);
+                    outcome.images = run
+                        .snapshots
+                        .chunks(cells)
+                        .enumerate()
+                        .filter(|(k, _)| (k + 1) % stride == 0)
+                        .map(|(k, field)| {
+                            let label = format!("step {}", (k + 1) * g.snapshot_every);
+                            crate::html::Image::downsample(label, field, g.nx, g.ny, 48)
+                        })
+                        .collect();
+                }
                 // The sync variant runs copies and steps one after the
                 // other, so its total minus the copies is compute time.
                 // Each step must read two fields and write one.
