@@ -65,8 +65,15 @@ fn image_svg(image: &Image) -> String {
     svg
 }
 
-/// One SVG timeline of every result of a run that has intervals: a row per track.
+/// One SVG timeline of every result of a run that has intervals: a row per
+/// track. Where a result has an `ideal_ms` (overlapped wave variants), a
+/// dashed mark on each of its rows shows where perfect overlap would have
+/// ended, counted from the variant's first interval.
 fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
+    let ideals: Vec<(String, f64)> = results
+        .iter()
+        .filter_map(|r| r.metrics.get("ideal_ms").map(|&ms| (format!("{} {}", r.workload.name(), r.variant), ms)))
+        .collect();
     let rows: Vec<(String, &crate::timeline::Interval)> = results
         .iter()
         .flat_map(|r| {
@@ -100,6 +107,15 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
         let start = same_variant.iter().map(|i| i.start_ms).fold(f64::INFINITY, f64::min);
         let end = same_variant.iter().map(|i| i.end_ms).fold(f64::NEG_INFINITY, f64::max);
         let span = (end - start).max(1e-9);
+        if let Some((_, ideal)) = ideals.iter().find(|(k, _)| k == variant) {
+            let x = label_width + (ideal / span).min(1.0) * plot_width;
+            let _ = write!(
+                svg,
+                "<line x1=\"{x:.2}\" x2=\"{x:.2}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#c0392b\" stroke-dasharray=\"3,2\"><title>ideal: {ideal:.3} ms</title></line>",
+                y,
+                y + row_height
+            );
+        }
         for i in spans {
             let x = label_width + (i.start_ms - start) / span * plot_width;
             let w = ((i.end_ms - i.start_ms) / span * plot_width).max(0.5);

@@ -248,6 +248,7 @@ fn html_page_has_table_timelines_and_wavefields() {
         page.contains("<h2>Device timelines</h2>") && page.contains("<svg") && page.contains("#e8892b"),
         "timeline"
     );
+    assert!(page.contains("<title>ideal: "), "the overlapped wave variants' ideal is marked");
     assert!(
         page.contains("<h2>Wavefield snapshots</h2>") && page.contains("<figcaption>step 300</figcaption>"),
         "images"
