@@ -54,12 +54,10 @@ pub fn render(report: &Report) -> String {
             if let Some(note) = &r.note {
                 out += &format!("note: {} {} {}: {note}\n", run.backend, r.workload.name(), r.variant);
             }
-            if let (Some(every), Some(step), Some(copy), true) = (
-                r.metrics.get("snapshot_every"),
-                r.metrics.get("step_ms"),
-                r.metrics.get("snapshot_copy_ms"),
-                r.variant == "balanced-sync",
-            ) {
+            if r.variant == "balanced-sync"
+                && let (Some(every), Some(step), Some(copy)) =
+                    (r.metrics.get("snapshot_every"), r.metrics.get("step_ms"), r.metrics.get("snapshot_copy_ms"))
+            {
                 out += &format!(
                     "balance: {} {}: one step {step:.4} ms, one snapshot copy {copy:.4} ms: a snapshot every {every} steps\n",
                     run.backend,

@@ -41,7 +41,7 @@ use std::f64::consts::PI;
 
 use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
 
-use super::{Env, Failure, Outcome, Size, Workload};
+use super::{Env, Failure, Outcome, Size, Workload, median, timed};
 use crate::check::{U32, Verdict, elementwise};
 use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction};
 
@@ -261,17 +261,23 @@ fn launch_step(
     Ok(())
 }
 
+/// The [`FIELDS`] rotating wavefields of `cells` cells, zeroed on `stream`.
+fn zeroed_fields(ctx: &Context, stream: &Stream, cells: usize) -> Result<Vec<DeviceBuffer<f32>>, Failure> {
+    (0..FIELDS)
+        .map(|_| {
+            let mut field = ctx.alloc::<f32>(cells)?;
+            stream.fill(&mut field, 0.0f32)?;
+            Ok(field)
+        })
+        .collect()
+}
+
 fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant: Variant) -> Result<Run, Failure> {
     let cells = g.cells();
     let width = block_width(ctx.info());
     let compute = ctx.stream()?;
     let copier = ctx.stream()?;
-    let mut fields = Vec::with_capacity(FIELDS);
-    for _ in 0..FIELDS {
-        let mut field = ctx.alloc::<f32>(cells)?;
-        compute.fill(&mut field, 0.0f32)?;
-        fields.push(field);
-    }
+    let mut fields = zeroed_fields(ctx, &compute, cells)?;
     let mut snapshots = ctx.alloc_pinned::<f32>(g.snapshots() * cells)?;
     let staging_count = if variant == Variant::Sync { 0 } else { STAGING };
     let mut staging = (0..staging_count).map(|_| ctx.alloc::<f32>(cells)).collect::<Result<Vec<_>, _>>()?;
@@ -371,37 +377,22 @@ impl Balance {
     fn measure(ctx: &Context, kernel: &Kernel, g: Grid) -> Result<Self, Failure> {
         let stream = ctx.stream()?;
         let width = block_width(ctx.info());
-        let mut fields = Vec::with_capacity(FIELDS);
-        for _ in 0..FIELDS {
-            let mut field = ctx.alloc::<f32>(g.cells())?;
-            stream.fill(&mut field, 0.0f32)?;
-            fields.push(field);
-        }
+        let mut fields = zeroed_fields(ctx, &stream, g.cells())?;
         let mut host = ctx.alloc_pinned::<f32>(g.cells())?;
-        let (before, after) = (ctx.event()?, ctx.event()?);
         let time = |op: &mut dyn FnMut() -> Result<(), Failure>| -> Result<f64, Failure> {
             op()?;
-            let mut ms = Vec::with_capacity(Self::REPEATS);
-            for _ in 0..Self::REPEATS {
-                stream.record(&before)?;
-                op()?;
-                stream.record(&after)?;
-                after.synchronize()?;
-                ms.push(before.elapsed_ms(&after)?);
-            }
-            ms.sort_by(f64::total_cmp);
-            Ok(ms[ms.len() / 2])
+            let times = (0..Self::REPEATS).map(|_| timed(ctx, &stream, &mut *op).map(|((), ms)| ms));
+            Ok(median(times.collect::<Result<_, _>>()?))
         };
         let step_ms = time(&mut || launch_step(&stream, kernel, width, g, &mut fields, 0, 0.0))?;
         let copy_ms = time(&mut || Ok(stream.copy(&fields[0], &mut host)?))?;
-        stream.synchronize()?;
         Ok(Self { step_ms, copy_ms })
     }
 
-    /// The interval that makes copy time equal compute time, within `1..=steps`.
+    /// The interval that makes copy time equal compute time, within
+    /// `1..=steps` (the cast saturates, and takes NaN to 0).
     fn snapshot_every(self, steps: usize) -> usize {
-        let k = if self.step_ms > 0.0 { (self.copy_ms / self.step_ms).round() } else { 1.0 };
-        if k.is_finite() { (k as usize).clamp(1, steps.max(1)) } else { 1 }
+        ((self.copy_ms / self.step_ms).round() as usize).clamp(1, steps.max(1))
     }
 }
 
