@@ -18,7 +18,7 @@ use super::error::{error, from_cl, from_code};
 use super::event::{ClEvent, is_complete};
 use super::memory::ClMemory;
 use super::module::{self, ClKernel};
-use super::stream::{self, ClStream};
+use super::stream::{self, ClStream, Queues};
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
@@ -37,6 +37,8 @@ pub struct OpenClDevice {
     base_align: usize,
     /// Maps and unmaps pinned buffers; runs nothing else.
     mapper: Arc<CommandQueue>,
+    /// Every stream, for the flushes of one made by another's enqueue.
+    queues: Arc<Queues>,
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
     allocs: Handles<ClMemory>,
@@ -84,6 +86,7 @@ impl OpenClDevice {
         let mapper = Arc::new(stream::create(&context, false)?);
         Ok(Self {
             mapper,
+            queues: Queues::new(),
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -237,7 +240,7 @@ impl Device for OpenClDevice {
     }
 
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
-        Ok(StreamId(self.streams.insert(ClStream::new(&self.context, flags.timing)?)))
+        Ok(StreamId(self.streams.insert_shared(ClStream::new(&self.context, flags.timing, &self.queues)?)))
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
@@ -300,7 +303,11 @@ impl Device for OpenClDevice {
 
     unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         match self.events.get("synchronize_event", event.0)?.current()? {
-            Some(ev) => ev.wait().map_err(from_cl("clWaitForEvents")),
+            Some(ev) => {
+                // Other queues' work must not wait for the host to come back.
+                self.queues.flush_all();
+                ev.wait().map_err(from_cl("clWaitForEvents"))
+            }
             None => Ok(()),
         }
     }

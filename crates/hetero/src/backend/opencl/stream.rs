@@ -4,17 +4,33 @@
 //!
 //! OpenCL only guarantees progress for flushed commands, but a `clFlush`
 //! after every enqueue costs several microseconds on some drivers (about
-//! 7 µs on NVIDIA's). A queue is therefore flushed before anything can wait
-//! on its work — another queue waiting on one of its events, the host
-//! querying or waiting on its events or on the queue itself (see
-//! [`super::event::ClEvent::current`]) — and, so the device is never left
-//! idle behind a host that only enqueues, once [`FLUSH_COMMANDS`] commands
-//! or [`FLUSH_AFTER`] have gone by since the oldest unflushed one. (Flushed
-//! only when waited on, the 1000 steps of the wave workload at 4096² took
-//! about 4× their compute time on NVIDIA's OpenCL.) The event of the last
-//! command is kept, so a stream is idle exactly when it has completed, and
-//! recording an event reuses it instead of enqueueing a marker: in an
-//! in-order queue the last command completes after every earlier one.
+//! 7 µs on NVIDIA's), and NVIDIA's driver does not start unflushed work.
+//! A queue is therefore flushed:
+//!
+//! - before anything can wait on its work: another queue waiting on one of
+//!   its events, the host querying or waiting on its events or on the
+//!   queue itself (see [`super::event::ClEvent::current`]);
+//! - before the host blocks on any queue or event of the device, every
+//!   queue of the device ([`Queues::flush_all`]): work another queue holds
+//!   back would otherwise wait until the host came back;
+//! - once [`FLUSH_COMMANDS`] commands have gone by unflushed, and once its
+//!   oldest unflushed command is [`FLUSH_AFTER`] old when any queue of the
+//!   device enqueues ([`Queues::sweep`]), so the device is never left idle
+//!   behind a host that only enqueues. (Flushed only when waited on, the
+//!   1000 steps of the wave workload at 4096² took about 4× their compute
+//!   time on NVIDIA's OpenCL. Flushed only by its own enqueues, a copy
+//!   queue that got one snapshot copy waited, unsubmitted, until the
+//!   compute queue needed its buffer back, so no copy ran under compute.)
+//!
+//! A flush that the policy makes after a command was enqueued never fails
+//! the enqueue (the trait's contract: an error means nothing was
+//! enqueued): a failed one leaves the queue unflushed, and the next flush
+//! before a wait reports it.
+//!
+//! The event of the last command is kept, so a stream is idle exactly when
+//! it has completed, and recording an event reuses it instead of
+//! enqueueing a marker: in an in-order queue the last command completes
+//! after every earlier one.
 //!
 //! A wait for another queue's event (`stream_wait_event`) is not a command
 //! of its own: the event joins the wait list of the queue's next command,
@@ -30,8 +46,8 @@
 //! commands run outside the lock and are not remembered: when one returns,
 //! it and everything before it have completed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
@@ -43,13 +59,64 @@ use super::error::{from_cl, from_code};
 use super::event::is_complete;
 use crate::error::Result;
 
-/// Unflushed commands after which a queue is flushed without a wait.
+/// Unflushed commands after which a queue is flushed.
 pub(super) const FLUSH_COMMANDS: u32 = 16;
-/// Age of the oldest unflushed command after which the next enqueue flushes.
+/// Age of a queue's oldest unflushed command after which the next enqueue
+/// on any queue of the device flushes it.
 pub(super) const FLUSH_AFTER: Duration = Duration::from_micros(100);
+const FLUSH_AFTER_NS: u64 = FLUSH_AFTER.as_nanos() as u64;
 
-/// The last command of a queue, the waits its next command takes, and what
-/// is unflushed.
+/// Every stream of one device, for the flushes that one queue's enqueue or
+/// the host's wait makes on the others.
+pub(super) struct Queues {
+    /// Origin of the nanosecond times kept in atomics.
+    epoch: Instant,
+    streams: Mutex<Vec<Weak<ClStream>>>,
+    /// When the next sweep is due, in nanoseconds since `epoch`.
+    next_sweep: AtomicU64,
+}
+
+impl Queues {
+    pub(super) fn new() -> Arc<Self> {
+        Arc::new(Self { epoch: Instant::now(), streams: Mutex::new(Vec::new()), next_sweep: AtomicU64::new(0) })
+    }
+
+    /// Nanoseconds since `epoch`, at least 1 (0 means "none" in [`ClStream::oldest`]).
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Flushes the queues whose oldest unflushed command is
+    /// [`FLUSH_AFTER`] old at `now`, at most once per [`FLUSH_AFTER`].
+    fn sweep(&self, now: u64) {
+        let due = self.next_sweep.load(Ordering::Relaxed);
+        if now >= due
+            && self.next_sweep.compare_exchange(due, now + FLUSH_AFTER_NS, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            self.flush_where(|oldest| now.saturating_sub(oldest) >= FLUSH_AFTER_NS);
+        }
+    }
+
+    /// Flushes every queue with unflushed commands: called before the host
+    /// blocks. Failures are left for each queue's own next wait to report.
+    pub(super) fn flush_all(&self) {
+        self.flush_where(|_| true);
+    }
+
+    fn flush_where(&self, old: impl Fn(u64) -> bool) {
+        self.streams.lock().unwrap_or_else(PoisonError::into_inner).retain(|weak| {
+            let Some(stream) = weak.upgrade() else { return false };
+            let oldest = stream.oldest.load(Ordering::Acquire);
+            if oldest != 0 && old(oldest) {
+                stream.flush_quietly();
+            }
+            true
+        });
+    }
+}
+
+/// The last command of a queue, the waits its next command takes, and how
+/// many commands are unflushed.
 struct Last {
     /// The last command's event, shared by `Arc` with the hetero events
     /// recorded from it (so a recording costs no `clRetainEvent`), and
@@ -59,20 +126,23 @@ struct Last {
     event: Option<(Arc<Event>, bool)>,
     /// Events of other queues the next command must wait for.
     waits: Vec<Arc<Event>>,
-    /// Commands enqueued since the last flush, and when the first of them was.
+    /// Commands enqueued since the last flush.
     commands: u32,
-    oldest: Option<Instant>,
 }
 
-/// An in-order queue, the event of its last command, and whether commands
-/// were enqueued since its last flush.
+/// An in-order queue, the event of its last command, and when its oldest
+/// unflushed command was enqueued.
 pub(super) struct ClStream {
     pub(super) queue: CommandQueue,
     /// Whether the queue profiles its commands (the stream was created with timing).
     profiling: bool,
     last: Mutex<Last>,
-    /// Set after every enqueue, cleared by a flush: read without the lock.
-    unflushed: AtomicBool,
+    /// Enqueue time of the oldest unflushed command ([`Queues::now`]), 0
+    /// when everything is flushed: set by enqueues, cleared by a flush,
+    /// read without the lock.
+    oldest: AtomicU64,
+    /// The device's queues, this one among them.
+    queues: Arc<Queues>,
 }
 
 /// A command to enqueue, given its wait list (count and pointer, valid for
@@ -80,13 +150,17 @@ pub(super) struct ClStream {
 pub(super) type Command<'a> = &'a mut dyn FnMut(cl_uint, *const cl_event) -> std::result::Result<cl_event, i32>;
 
 impl ClStream {
-    pub(super) fn new(context: &Context, profiling: bool) -> Result<Self> {
-        Ok(Self {
+    /// A new queue of `context`, one of `queues`.
+    pub(super) fn new(context: &Context, profiling: bool, queues: &Arc<Queues>) -> Result<Arc<Self>> {
+        let stream = Arc::new(Self {
             queue: create(context, profiling)?,
             profiling,
-            last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0, oldest: None }),
-            unflushed: AtomicBool::new(false),
-        })
+            last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
+            oldest: AtomicU64::new(0),
+            queues: Arc::clone(queues),
+        });
+        queues.streams.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&stream));
+        Ok(stream)
     }
 
     fn lock(&self) -> MutexGuard<'_, Last> {
@@ -94,25 +168,32 @@ impl ClStream {
     }
 
     /// Enqueues `command` with the pending waits as its wait list and
-    /// remembers it as the queue's last (flushed later, when something
-    /// waits or the flush policy says so).
+    /// remembers it as the queue's last; flushes as the policy says (module
+    /// doc). An error means nothing was enqueued.
     pub(super) fn enqueue(&self, call: &'static str, command: Command<'_>) -> Result<()> {
+        let now = self.queues.now();
         let due = {
             let mut last = self.lock();
-            self.push(&mut last, call, true, command)?
+            self.push(&mut last, call, true, now, command)?
         };
-        if due { self.flush() } else { Ok(()) }
+        if due {
+            self.flush_quietly();
+        }
+        self.queues.sweep(now);
+        Ok(())
     }
 
     /// As [`Self::enqueue`] for a command that does not block; a blocking
-    /// one runs outside the lock, after the pending waits, and is not
-    /// remembered: when it returns, it and every earlier command have
-    /// completed, so the remembered last command has too, or is later.
+    /// one runs outside the lock, after the pending waits and a flush of
+    /// every queue of the device, and is not remembered: when it returns,
+    /// it and every earlier command have completed, so the remembered last
+    /// command has too, or is later.
     pub(super) fn submit(&self, call: &'static str, blocking: bool, command: Command<'_>) -> Result<()> {
         if !blocking {
             return self.enqueue(call, command);
         }
         self.settle(&mut self.lock())?;
+        self.queues.flush_all();
         owned(call, command(0, std::ptr::null())).map(drop)
     }
 
@@ -122,19 +203,29 @@ impl ClStream {
         self.lock().waits.push(event);
     }
 
-    /// Enqueues `command` under the lock held as `last`; `true` when the
-    /// flush policy asks for a flush. On an error nothing was enqueued and
-    /// the waits stay pending.
-    fn push(&self, last: &mut Last, call: &'static str, recordable: bool, command: Command<'_>) -> Result<bool> {
+    /// Enqueues `command` under the lock held as `last`, at `now`
+    /// ([`Queues::now`]); `true` when the queue is due for a flush (its
+    /// command count or its oldest command's age). On an error nothing was
+    /// enqueued and the waits stay pending.
+    fn push(
+        &self,
+        last: &mut Last,
+        call: &'static str,
+        recordable: bool,
+        now: u64,
+        command: Command<'_>,
+    ) -> Result<bool> {
         let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
         let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
         let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
         last.waits.clear();
         last.event = Some((Arc::new(event), recordable || !self.profiling));
         last.commands += 1;
-        let oldest = *last.oldest.get_or_insert_with(Instant::now);
-        self.unflushed.store(true, Ordering::Release);
-        Ok(last.commands >= FLUSH_COMMANDS || oldest.elapsed() >= FLUSH_AFTER)
+        let oldest = match self.oldest.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => now,
+            Err(oldest) => oldest,
+        };
+        Ok(last.commands >= FLUSH_COMMANDS || now.saturating_sub(oldest) >= FLUSH_AFTER_NS)
     }
 
     /// Enqueues a marker carrying the pending waits, if there are any, so
@@ -144,22 +235,31 @@ impl ClStream {
             return Ok(());
         }
         // SAFETY: the queue is live; the wait list is valid for the call.
-        self.push(last, "clEnqueueMarkerWithWaitList", false, &mut |n, list| unsafe {
+        self.push(last, "clEnqueueMarkerWithWaitList", false, self.queues.now(), &mut |n, list| unsafe {
             enqueue_marker_with_wait_list(self.queue.get(), n, list)
         })
         .map(drop)
     }
 
-    /// Submits everything enqueued so far to the device, if anything is new.
+    /// Submits everything enqueued so far to the device, if anything is
+    /// new. A failure leaves the queue unflushed, so a later flush retries.
     pub(super) fn flush(&self) -> Result<()> {
-        if self.unflushed.swap(false, Ordering::AcqRel) {
-            {
-                let mut last = self.lock();
-                (last.commands, last.oldest) = (0, None);
-            }
-            self.queue.flush().map_err(from_cl("clFlush"))?;
+        let oldest = self.oldest.swap(0, Ordering::AcqRel);
+        if oldest == 0 {
+            return Ok(());
         }
-        Ok(())
+        self.lock().commands = 0;
+        self.queue.flush().map_err(|e| {
+            // Commands enqueued since the swap keep their own, later time.
+            let _ = self.oldest.compare_exchange(0, oldest, Ordering::AcqRel, Ordering::Relaxed);
+            from_cl("clFlush")(e)
+        })
+    }
+
+    /// [`Self::flush`] for the flush policy, after a command was enqueued:
+    /// a failure is reported by the flush before the next wait.
+    fn flush_quietly(&self) {
+        let _ = self.flush();
     }
 
     /// An event that completes when everything enqueued so far has: the
@@ -177,12 +277,12 @@ impl ClStream {
             Some(_) if !timed || !self.profiling => true,
             Some((_, false)) => false,
             // An unflushed command is pending without asking the driver.
-            Some(_) if self.unflushed.load(Ordering::Acquire) => true,
+            Some(_) if self.oldest.load(Ordering::Acquire) != 0 => true,
             Some((event, true)) => matches!(is_complete(event, "record_event"), Ok(false)),
         };
         if !reusable {
             // SAFETY: the queue is live; no wait list (settled above).
-            self.push(&mut last, "clEnqueueMarkerWithWaitList", true, &mut |_, _| unsafe {
+            self.push(&mut last, "clEnqueueMarkerWithWaitList", true, self.queues.now(), &mut |_, _| unsafe {
                 enqueue_marker_with_wait_list(self.queue.get(), 0, std::ptr::null())
             })?;
         }
@@ -225,7 +325,8 @@ impl ClStream {
         }
     }
 
-    /// Blocks until every command enqueued before the call has completed.
+    /// Blocks until every command enqueued before the call has completed,
+    /// after flushing every queue of the device.
     ///
     /// Waits for the last command's event: in an in-order queue it
     /// completes after every earlier command, and the wait costs less than
@@ -233,12 +334,15 @@ impl ClStream {
     /// `clFinish`, against 8 µs for a blocking read).
     pub(super) fn finish(&self) -> Result<()> {
         let Some(last) = self.last_settled()? else { return Ok(()) };
-        self.flush()?;
+        let flushed = self.flush();
+        self.queues.flush_all();
+        // The wait flushes the queue again if the flush above failed.
         let waited = last.wait();
         // A failed command shows in its event's status, which names the error.
         if is_complete(&last, "synchronize_stream")? {
             return Ok(());
         }
+        flushed?;
         waited.map_err(from_cl("clWaitForEvents"))?;
         Err(super::error::error(
             "clWaitForEvents",
@@ -258,4 +362,63 @@ pub(super) fn create(context: &Context, profiling: bool) -> Result<CommandQueue>
 /// Takes ownership of the event an enqueue returned.
 pub(super) fn owned(call: &'static str, event: std::result::Result<cl_event, i32>) -> Result<Event> {
     Ok(Event::new(event.map_err(from_code(call))?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Backend;
+
+    /// The first OpenCL device's context, or `None` after printing why
+    /// (failing instead when `HETERO_REQUIRE` names OpenCL).
+    fn context() -> Option<Context> {
+        let device = opencl3::platform::get_platforms().ok().into_iter().flatten().find_map(|p| {
+            p.get_devices(opencl3::device::CL_DEVICE_TYPE_ALL).ok()?.first().map(|&id| opencl3::device::Device::new(id))
+        });
+        match device.map(|d| Context::from_device(&d)) {
+            Some(Ok(context)) => Some(context),
+            other => {
+                let required = crate::testing::required_backends().is_ok_and(|b| b.contains(&Backend::OpenCl));
+                assert!(!required, "OpenCL is required but has no usable device: {:?}", other.map(|r| r.err()));
+                println!("skipped: no OpenCL device");
+                None
+            }
+        }
+    }
+
+    fn marker(stream: &ClStream) {
+        // SAFETY: the queue is live; the wait list is valid for the call.
+        let enqueued = stream.enqueue("clEnqueueMarkerWithWaitList", &mut |n, list| unsafe {
+            enqueue_marker_with_wait_list(stream.queue.get(), n, list)
+        });
+        assert!(enqueued.is_ok(), "{enqueued:?}");
+    }
+
+    fn unflushed(stream: &ClStream) -> bool {
+        stream.oldest.load(Ordering::Acquire) != 0
+    }
+
+    /// Guards against a defect: a queue was flushed only by its own
+    /// enqueues and waits, so the one snapshot copy given to wave's copy
+    /// queue stayed unsubmitted (on NVIDIA's driver, not started) until the
+    /// compute queue needed its buffer back, and no copy ran under compute.
+    #[test]
+    fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
+        let Some(context) = context() else { return };
+        let queues = Queues::new();
+        let make = || ClStream::new(&context, false, &queues).expect("an OpenCL queue");
+        let (copy, compute) = (make(), make());
+
+        marker(&copy);
+        assert!(unflushed(&copy), "one command is below the queue's own flush policy");
+        std::thread::sleep(2 * FLUSH_AFTER);
+        marker(&compute);
+        assert!(!unflushed(&copy), "an enqueue elsewhere flushes a command older than FLUSH_AFTER");
+        assert!(unflushed(&compute), "a fresh command waits for more");
+
+        marker(&copy);
+        assert!(compute.finish().is_ok());
+        assert!(!unflushed(&copy), "the host's wait on one queue flushes the others first");
+        assert!(copy.finish().is_ok());
+    }
 }
