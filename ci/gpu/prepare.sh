@@ -10,8 +10,8 @@ out=.gpu
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/deb"
 
-cargo build --release --all-features -p conformance --bin conform --bin stress
-cp target/release/conform target/release/stress "$out/bin/"
+cargo build --release --all-features -p conformance --bin conform --bin stress --bin report
+cp target/release/conform target/release/stress target/release/report "$out/bin/"
 # Per-operation cost, hetero against the vendor APIs (ci/gpu/bench.sh).
 cargo build --release --all-features -p bench
 cp target/release/bench "$out/bin/"
