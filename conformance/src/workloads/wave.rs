@@ -31,6 +31,10 @@
 //! variants again as `balanced-*` on the same grid for
 //! [`BALANCED_SNAPSHOTS`] snapshots (fewer when the size's step count is
 //! the limit). The choice is kept as metrics and printed by `conform`.
+//! Even with perfect overlap, the first interval's compute and the last
+//! snapshot's copy cannot overlap anything, so a run of `n` snapshots takes
+//! at least `(n + 1) / n` of the ideal `max(compute, copy)`: with 10 that
+//! was already the 1.10 the suite aims at, so balanced runs take 20 (1.05).
 //!
 //! Tolerance against the float64 reference: the scheme is stable and
 //! non-dissipative, so rounding errors of about `8 u max|u|` per step
@@ -59,7 +63,7 @@ pub const FIELDS: usize = 5;
 pub const STAGING: usize = 2;
 /// Snapshots of a balanced run (at most; fewer when the size's steps do
 /// not allow that many at the balanced interval).
-pub const BALANCED_SNAPSHOTS: usize = 10;
+pub const BALANCED_SNAPSHOTS: usize = 20;
 
 /// Grid and schedule of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! another table and is refused with [`ErrorKind::InvalidHandle`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rustc_hash::FxHashMap;
 
@@ -21,19 +21,24 @@ pub(crate) struct Handles<T> {
     what: &'static str,
     /// Ids are ours, not an adversary's, so SipHash's resistance to chosen
     /// keys buys nothing; every operation does several lookups, each hashed
-    /// with one multiply (`FxHash`).
-    map: Mutex<FxHashMap<u64, Arc<T>>>,
+    /// with one multiply (`FxHash`). Lookups, the common case, share a read
+    /// lock: host threads enqueueing on their own streams do not queue for it.
+    map: RwLock<FxHashMap<u64, Arc<T>>>,
     retired: Mutex<Vec<Arc<T>>>,
 }
 
 impl<T> Handles<T> {
     /// An empty table of objects described as `what` in errors (e.g. "stream").
     pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
-        Self { backend, what, map: Mutex::new(FxHashMap::default()), retired: Mutex::new(Vec::new()) }
+        Self { backend, what, map: RwLock::new(FxHashMap::default()), retired: Mutex::new(Vec::new()) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, FxHashMap<u64, Arc<T>>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    fn read(&self) -> RwLockReadGuard<'_, FxHashMap<u64, Arc<T>>> {
+        self.map.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, FxHashMap<u64, Arc<T>>> {
+        self.map.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Stores `value` under a fresh id.
@@ -44,18 +49,18 @@ impl<T> Handles<T> {
     /// Stores an object that other ids may share (e.g. a cached module).
     pub(crate) fn insert_shared(&self, value: Arc<T>) -> u64 {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(id, value);
+        self.write().insert(id, value);
         id
     }
 
     /// The object with `id`, or an `InvalidHandle` error naming `call`.
     pub(crate) fn get(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        self.lock().get(&id).cloned().ok_or_else(|| self.invalid(call, id))
+        self.read().get(&id).cloned().ok_or_else(|| self.invalid(call, id))
     }
 
     /// Removes and returns the object with `id`.
     pub(crate) fn remove(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        self.lock().remove(&id).ok_or_else(|| self.invalid(call, id))
+        self.write().remove(&id).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Releases `id` without dropping a busy object: it is kept until
@@ -72,7 +77,7 @@ impl<T> Handles<T> {
 
     /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
-        let mut all: Vec<Arc<T>> = self.lock().drain().map(|(_, v)| v).collect();
+        let mut all: Vec<Arc<T>> = self.write().drain().map(|(_, v)| v).collect();
         all.append(&mut self.retired.lock().unwrap_or_else(PoisonError::into_inner));
         all
     }
