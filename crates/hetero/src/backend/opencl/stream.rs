@@ -4,8 +4,7 @@
 //!
 //! OpenCL only guarantees progress for flushed commands, but a `clFlush`
 //! after every enqueue costs several microseconds on some drivers (about
-//! 7 µs on NVIDIA's), and NVIDIA's driver does not start unflushed work.
-//! A queue is therefore flushed:
+//! 7 µs on NVIDIA's). A queue is therefore flushed:
 //!
 //! - before anything can wait on its work: another queue waiting on one of
 //!   its events, the host querying or waiting on its events or on the
@@ -19,8 +18,10 @@
 //!   behind a host that only enqueues. (Flushed only when waited on, the
 //!   1000 steps of the wave workload at 4096² took about 4× their compute
 //!   time on NVIDIA's OpenCL. Flushed only by its own enqueues, a copy
-//!   queue that got one snapshot copy waited, unsubmitted, until the
-//!   compute queue needed its buffer back, so no copy ran under compute.)
+//!   queue that gets one snapshot copy and then nothing would have no
+//!   guarantee of starting it before the compute queue waits for it; a
+//!   driver may start unflushed work, as NVIDIA's did in
+//!   `ci/gpu/experiments/opencl-overlap.c`, but need not.)
 //!
 //! A flush that the policy makes after a command was enqueued never fails
 //! the enqueue (the trait's contract: an error means nothing was
@@ -400,8 +401,8 @@ mod tests {
 
     /// Guards against a defect: a queue was flushed only by its own
     /// enqueues and waits, so the one snapshot copy given to wave's copy
-    /// queue stayed unsubmitted (on NVIDIA's driver, not started) until the
-    /// compute queue needed its buffer back, and no copy ran under compute.
+    /// queue stayed unflushed, with no guarantee of starting, until the
+    /// compute queue needed its buffer back.
     #[test]
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
         let Some(context) = context() else { return };
