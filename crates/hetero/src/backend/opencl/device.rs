@@ -30,7 +30,7 @@ use crate::error::{ErrorKind, Result};
 pub struct OpenClDevice {
     info: DeviceInfo,
     device: ClDevice,
-    context: Context,
+    pub(super) context: Context,
     /// Largest single allocation (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
     max_alloc: u64,
     /// Alignment in bytes that a sub-buffer's origin needs.

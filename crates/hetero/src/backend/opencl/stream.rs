@@ -370,21 +370,17 @@ mod tests {
     use super::*;
     use crate::device::Backend;
 
-    /// The first OpenCL device's context, or `None` after printing why
-    /// (failing instead when `HETERO_REQUIRE` names OpenCL).
-    fn context() -> Option<Context> {
-        let device = opencl3::platform::get_platforms().ok().into_iter().flatten().find_map(|p| {
-            p.get_devices(opencl3::device::CL_DEVICE_TYPE_ALL).ok()?.first().map(|&id| opencl3::device::Device::new(id))
-        });
-        match device.map(|d| Context::from_device(&d)) {
-            Some(Ok(context)) => Some(context),
-            other => {
-                let required = crate::testing::required_backends().is_ok_and(|b| b.contains(&Backend::OpenCl));
-                assert!(!required, "OpenCL is required but has no usable device: {:?}", other.map(|r| r.err()));
-                println!("skipped: no OpenCL device");
-                None
-            }
+    /// The first OpenCL device, or `None` after printing why (failing
+    /// instead when `HETERO_REQUIRE` names OpenCL).
+    fn device() -> Option<super::super::OpenClDevice> {
+        let (mut devices, unavailable) = super::super::discover();
+        if devices.is_empty() {
+            let required = crate::testing::required_backends().is_ok_and(|b| b.contains(&Backend::OpenCl));
+            assert!(!required, "OpenCL is required but has no usable device: {unavailable:?}");
+            println!("skipped: no OpenCL device: {unavailable:?}");
+            return None;
         }
+        Some(devices.remove(0))
     }
 
     fn marker(stream: &ClStream) {
@@ -405,9 +401,9 @@ mod tests {
     /// compute queue needed its buffer back.
     #[test]
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
-        let Some(context) = context() else { return };
+        let Some(device) = device() else { return };
         let queues = Queues::new();
-        let make = || ClStream::new(&context, false, &queues).expect("an OpenCL queue");
+        let make = || ClStream::new(&device.context, false, &queues).expect("an OpenCL queue");
         let (copy, compute) = (make(), make());
 
         marker(&copy);
