@@ -9,6 +9,7 @@
 
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use bytemuck::Pod;
@@ -32,9 +33,24 @@ pub struct Buffer<T, K, D: Device = AnyDevice> {
     pub(crate) device: Arc<Shared<D>>,
     pub(crate) alloc: AllocId,
     pub(crate) tracker: Tracker,
+    /// The host address of a pinned allocation, read once when it was
+    /// made (it stays valid until the free); `None` for device memory.
+    host: Option<HostAddr>,
     len: usize,
     _marker: PhantomData<(fn() -> T, K)>,
 }
+
+/// The host address of a pinned allocation, kept by its buffer so that a
+/// copy need not look it up. Only an address: whoever dereferences it
+/// answers for the access, as with [`Device::pinned_ptr`].
+#[derive(Clone, Copy)]
+pub(crate) struct HostAddr(NonNull<u8>);
+
+// SAFETY: an address is plain data; every access through it is ordered by
+// the owning buffer's tracker and borrows, whichever thread makes it.
+unsafe impl Send for HostAddr {}
+// SAFETY: as above.
+unsafe impl Sync for HostAddr {}
 
 /// A buffer in device memory.
 pub type DeviceBuffer<T, D = AnyDevice> = Buffer<T, OnDevice, D>;
@@ -51,7 +67,7 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
     /// Wraps a fresh allocation; `alloc` must hold `len * size_of::<T>()`
     /// bytes (aligned for `T` when pinned) and be owned by the new buffer.
     pub(crate) fn from_alloc(device: Arc<Shared<D>>, alloc: AllocId, len: usize) -> Self {
-        Self { device, alloc, tracker: Tracker::default(), len, _marker: PhantomData }
+        Self { device, alloc, tracker: Tracker::default(), host: None, len, _marker: PhantomData }
     }
 
     /// Number of elements.
@@ -109,10 +125,14 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
 }
 
 impl<T: Pod, D: Device> PinnedBuffer<T, D> {
+    /// Reads the allocation's host address once, for every later copy;
+    /// `ptr` is what [`Device::pinned_ptr`] returned for it.
+    pub(crate) fn set_host(&mut self, ptr: NonNull<u8>) {
+        self.host = Some(HostAddr(ptr));
+    }
+
     fn host_ptr(&self) -> Result<*mut T> {
-        // SAFETY: the buffer owns the allocation; callers only dereference
-        // the pointer after waiting for every queued use.
-        Ok(unsafe { self.device.pinned_ptr(self.alloc) }?.as_ptr().cast())
+        Ok(host_base(self.host, &self.device)?.as_ptr().cast())
     }
 
     /// The contents, after waiting for every queued copy that uses the buffer.
@@ -207,6 +227,7 @@ pub struct View<'a, D: Device> {
     pub(crate) device: &'a Arc<Shared<D>>,
     pub(crate) alloc: AllocId,
     pub(crate) tracker: &'a Tracker,
+    host: Option<HostAddr>,
     /// Byte offset and length within the allocation.
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -230,6 +251,7 @@ impl<T: Pod, K, D: Device> Slice<'_, T, K, D> {
             device: &self.buf.device,
             alloc: self.buf.alloc,
             tracker: &self.buf.tracker,
+            host: self.buf.host,
             offset: self.offset * size,
             len: self.len * size,
             access: Access::Read,
@@ -254,6 +276,7 @@ impl<T: Pod, K, D: Device> SliceMut<'_, T, K, D> {
             device: &self.buf.device,
             alloc: self.buf.alloc,
             tracker: &self.buf.tracker,
+            host: self.buf.host,
             offset: self.offset * size,
             len: self.len * size,
             access: Access::Write,
@@ -268,10 +291,16 @@ impl<D: Device> View<'_, D> {
 
     /// Host address of the view's first byte (pinned memory only).
     pub(crate) fn host_ptr(&self) -> Result<*mut u8> {
-        // SAFETY: the view's buffer owns the allocation; the pointer is only
-        // handed to copies whose use the tracker records.
-        let base = unsafe { self.device.pinned_ptr(self.alloc) }?;
+        let base = host_base(self.host, self.device)?;
         // SAFETY: offset lies within the allocation (slices are bounds-checked).
         Ok(unsafe { base.as_ptr().add(self.offset) })
     }
+}
+
+/// The host address a pinned buffer keeps, or an error for device memory
+/// (which the sealed copy kinds never ask for).
+fn host_base<D: Device>(host: Option<HostAddr>, device: &Shared<D>) -> Result<NonNull<u8>> {
+    host.map(|h| h.0).ok_or_else(|| {
+        Error::new(device.info().backend, "pinned_ptr", ErrorKind::InvalidHandle, "device memory has no host address")
+    })
 }

@@ -103,7 +103,7 @@ impl<D: Device> Context<D> {
         self.device.reap();
         let alloc = self.device.alloc_pinned(self.bytes::<T>(len, "alloc_pinned")?)?;
         // Own the allocation first, so that an error below frees it.
-        let buf = PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len);
+        let mut buf = PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len);
         // SAFETY: the allocation is owned by `buf`; only its address is read.
         let ptr = unsafe { self.device.pinned_ptr(alloc) }?;
         let align = std::mem::align_of::<T>();
@@ -121,6 +121,7 @@ impl<D: Device> Context<D> {
                 ),
             ));
         }
+        buf.set_host(ptr);
         Ok(buf)
     }
 

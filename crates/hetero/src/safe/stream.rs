@@ -12,6 +12,7 @@ use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
 use super::shared::Shared;
+use super::tracker::Tracker;
 use crate::AnyDevice;
 use crate::device::{Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
@@ -170,21 +171,20 @@ impl<D: Device> Stream<D> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
-        for v in views {
-            // A failure here leaves some device-side waits queued and no work: harmless.
-            v.tracker.before(&**self.device, self.id, v.access)?;
-        }
+        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.access)));
+        // A failure here leaves some device-side waits queued and no work: harmless.
+        held.before(&**self.device, self.id)?;
         enqueue()?;
         // SAFETY: the stream is owned by self.
         match unsafe { self.device.mark(self.id) } {
             Ok(mark) => {
-                for v in views {
-                    v.tracker.after(&self.device, self.id, v.access, &mark);
-                }
+                held.after(&self.device, self.id, &mark);
+                drop(held);
                 self.device.recycle(mark);
                 Ok(())
             }
             Err(e) => {
+                drop(held);
                 // SAFETY: the stream is owned by self. Its result does not
                 // matter: it returns once the work is done or can never run.
                 let _ = unsafe { self.device.synchronize_stream(self.id) };
