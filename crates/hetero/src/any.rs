@@ -22,15 +22,19 @@ use crate::error::{Error, ErrorKind, Result};
 pub enum AnyDevice {
     /// The embedded CPU backend.
     #[cfg(feature = "host")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "host")))]
     Host(HostDevice),
     /// An OpenCL device.
     #[cfg(feature = "opencl")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "opencl")))]
     OpenCl(OpenClDevice),
     /// A CUDA device.
     #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     Cuda(CudaDevice),
     /// A HIP device.
     #[cfg(feature = "hip")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "hip")))]
     Hip(HipDevice),
 }
 

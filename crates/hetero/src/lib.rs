@@ -35,6 +35,8 @@
 //! # }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 #[cfg(not(any(feature = "host", feature = "opencl", feature = "cuda", feature = "hip")))]
 compile_error!("hetero needs at least one backend feature: host, opencl, cuda or hip");
 
@@ -62,5 +64,5 @@ pub use hetero_kernels as kernels;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

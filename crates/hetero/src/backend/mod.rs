@@ -17,13 +17,18 @@
 //! kernels live in `host/kernels/`.
 
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 #[cfg(any(feature = "cuda", feature = "hip"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "cuda", feature = "hip"))))]
 pub mod gpu;
 pub(crate) mod handles;
 #[cfg(feature = "hip")]
+#[cfg_attr(docsrs, doc(cfg(feature = "hip")))]
 pub mod hip;
 #[cfg(feature = "host")]
+#[cfg_attr(docsrs, doc(cfg(feature = "host")))]
 pub mod host;
 #[cfg(feature = "opencl")]
+#[cfg_attr(docsrs, doc(cfg(feature = "opencl")))]
 pub mod opencl;
