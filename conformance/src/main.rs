@@ -36,9 +36,10 @@ enum Choice {
 #[derive(Debug, Parser)]
 #[command(name = "conform", version, about = "Run hetero's conformance workloads and compare with float64 references")]
 struct Cli {
-    /// Backend(s) to run.
-    #[arg(long, value_enum, default_value = "auto")]
-    backend: Choice,
+    /// Backends to run, comma-separated (`cuda,hip`): each one named is required. `auto` (or `all`)
+    /// runs every compiled-in backend whose runtime is present.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
+    backend: Vec<Choice>,
     /// Workloads to run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "reduce,scan,pull,wave")]
     workload: Vec<Workload>,
@@ -51,7 +52,8 @@ struct Cli {
     /// Device index within each backend.
     #[arg(long, default_value_t = 0)]
     device: usize,
-    /// Write the JSON report to this file.
+    /// Write the JSON report to this file (`-`: standard output, and the table goes to standard error;
+    /// the same for every report below).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write every workload's inputs and outputs as .npy files under this directory.
@@ -154,13 +156,16 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let trace_file = create("--trace", &cli.trace)?;
     let html_file = create("--html", &cli.html)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump, tuning };
-    println!(
+    // With a report on standard output, everything else goes to standard error.
+    let to_stdout = conformance::output::any_stdout(files.iter().map(|(_, p)| *p));
+    let say = |text: String| if to_stdout { eprint!("{text}") } else { print!("{text}") };
+    say(format!(
         "hetero conform: {} on {}, size {}, seed {}",
         cli.workload.iter().map(|w| w.name()).collect::<Vec<_>>().join(","),
         contexts.iter().map(|c| c.info().backend.name()).collect::<Vec<_>>().join(","),
         cli.size.name(),
         cli.seed
-    );
+    ) + "\n");
     let mut runs = Vec::new();
     let mut baseline = conformance::Baseline::default();
     // On a terminal, a spinner with the latest result; otherwise (CI logs) a line per result.
@@ -208,13 +213,13 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         runs,
         unavailable,
     };
-    print!("{}", table::render(&report));
+    say(table::render(&report));
     let total = report.runs.iter().map(|r| r.results.len()).sum::<usize>();
     let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
     if report.passed() {
-        println!("PASS: {total} of {total} checks passed");
+        say(format!("PASS: {total} of {total} checks passed\n"));
     } else {
-        println!("FAIL: {failed} of {total} checks failed");
+        say(format!("FAIL: {failed} of {total} checks failed\n"));
     }
     if let Some(file) = json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| CannotRun(format!("--json: {e}")))?;
@@ -236,19 +241,35 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     Ok(report.passed())
 }
 
-/// The devices to run and the backends that were probed but are missing.
+/// The backends `choices` name, and whether each is required: a backend
+/// named on its own is, one that `auto`/`all` brings in is not.
+fn requested(choices: &[Choice]) -> Vec<(Backend, bool)> {
+    let mut wanted: Vec<(Backend, bool)> = Vec::new();
+    for choice in choices {
+        let (backends, required) = match choice {
+            Choice::Auto | Choice::All => (hetero::compiled_backends(), false),
+            Choice::Host => (vec![Backend::Host], true),
+            Choice::Opencl => (vec![Backend::OpenCl], true),
+            Choice::Cuda => (vec![Backend::Cuda], true),
+            Choice::Hip => (vec![Backend::Hip], true),
+        };
+        for backend in backends {
+            match wanted.iter_mut().find(|(b, _)| *b == backend) {
+                Some((_, r)) => *r |= required,
+                None => wanted.push((backend, required)),
+            }
+        }
+    }
+    wanted
+}
+
+/// The devices to run and the backends that were probed but are missing;
+/// an error naming every required backend that is missing, with its reason.
 fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
-    let (backends, required) = match cli.backend {
-        Choice::Auto => (hetero::compiled_backends(), false),
-        Choice::All => (hetero::compiled_backends(), false),
-        Choice::Host => (vec![Backend::Host], true),
-        Choice::Opencl => (vec![Backend::OpenCl], true),
-        Choice::Cuda => (vec![Backend::Cuda], true),
-        Choice::Hip => (vec![Backend::Hip], true),
-    };
     let mut contexts = Vec::new();
     let mut unavailable = Vec::new();
-    for backend in backends {
+    let mut missing = Vec::new();
+    for (backend, required) in requested(&cli.backend) {
         let mut found = hetero::discover(backend);
         let notes = found
             .unavailable
@@ -268,9 +289,16 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
             None => format!("{backend} reports no device"),
         };
         if required {
-            return Err(CannotRun(reason));
+            missing.push(reason);
+        } else {
+            unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
         }
-        unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
+    }
+    if !missing.is_empty() {
+        return Err(CannotRun(match missing.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} requested backends are missing:\n  {}", many.len(), many.join("\n  ")),
+        }));
     }
     if contexts.is_empty() {
         let reasons: Vec<String> = unavailable.iter().map(|u| format!("\n  {}: {}", u.backend, u.reason)).collect();

@@ -54,6 +54,52 @@ fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str, #[case] 
     }
 }
 
+/// A GPU node compares its GPU backends without the host run: `--backend`
+/// takes a list, every backend named is required, and when some are
+/// missing the error names each with its reason and nothing is written,
+/// not even to standard output.
+#[test]
+fn backend_list_requires_each_and_names_every_missing_one() {
+    let missing: Vec<&str> =
+        ["cuda", "hip"].into_iter().filter(|b| hetero::backend_devices(b.parse().unwrap()).is_err()).collect();
+    if missing.len() < 2 {
+        println!("skipped: cuda or hip is usable on this machine");
+        return;
+    }
+    let dir = scratch("backend-list");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_conform"))
+        .args(["--backend", "cuda,hip", "--json", "-"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("cuda backend") && err.contains("hip backend"), "both reasons: {err}");
+    assert!(out.stdout.is_empty(), "nothing on standard output");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "no file named `-` or otherwise");
+    std::fs::remove_dir_all(dir).unwrap();
+
+    let out = conform(&["--backend", "host,opencl,host", "--workload", "scan"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("scan on host,opencl,"), "each backend once, in order: {text}");
+}
+
+/// `-` as a report path writes the report to standard output, which then
+/// holds nothing else (the table moves to standard error).
+#[test]
+fn dash_writes_the_report_to_standard_output() {
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("standard output is the JSON report");
+    assert_eq!(report["runs"][0]["backend"], "host");
+    assert!(stderr(&out).contains("PASS:"), "the table and verdict go to standard error");
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", "-", "--markdown", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("standard output"), "{}", stderr(&out));
+}
+
 #[test]
 fn unwritable_dump_directory_exits_2() {
     let file = scratch("not-a-dir");
@@ -436,4 +482,22 @@ fn a_library_baseline_is_attached_to_its_device_and_size_only() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--size large"), "{}", stderr(&out));
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `cargo xtask conform --help` (and `stress --help`) answer from copies
+/// of the tools' help kept in xtask, so that they need no build; the copies
+/// must stay what the tools print.
+#[rstest]
+#[case::conform(env!("CARGO_BIN_EXE_conform"), "conform")]
+#[case::stress(env!("CARGO_BIN_EXE_stress"), "stress")]
+fn xtask_keeps_the_tools_help(#[case] exe: &str, #[case] name: &str) {
+    let out = Command::new(exe).arg("--help").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../xtask/help/{name}.txt"));
+    let kept = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        kept,
+        "regenerate with `cargo run --release -p conformance --bin {name} -- --help > xtask/help/{name}.txt`"
+    );
 }

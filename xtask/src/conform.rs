@@ -27,6 +27,33 @@ fn run_bin(package: &str, bin: &str, features: Option<&[String]>, args: &[String
     }
 }
 
+/// The help of each tool xtask builds, as the tool prints it (`--help`),
+/// so that asking for it needs no build. Tests of the tools' crates keep
+/// these files equal to the tools' own output.
+const HELP: [(&str, &str); 3] = [
+    ("conform", include_str!("../help/conform.txt")),
+    ("stress", include_str!("../help/stress.txt")),
+    ("bench", include_str!("../help/bench.txt")),
+];
+
+/// The answer to `--help`/`-h` (the tool's full help) or `--version`/`-V`
+/// among `args` for tool `bin`, without building it; `None` when `args`
+/// ask for neither (or follow a `--`).
+pub fn answer(bin: &str, args: &[String]) -> Option<ExitCode> {
+    let asked = |flags: [&str; 2]| args.iter().take_while(|a| *a != "--").any(|a| flags.contains(&a.as_str()));
+    if asked(["--help", "-h"]) {
+        let help = HELP.iter().find(|(name, _)| *name == bin)?.1;
+        print!("{help}");
+        return Some(ExitCode::SUCCESS);
+    }
+    if asked(["--version", "-V"]) {
+        // The tools share the workspace's version with xtask.
+        println!("{bin} {}", env!("CARGO_PKG_VERSION"));
+        return Some(ExitCode::SUCCESS);
+    }
+    None
+}
+
 /// Builds and runs `conform` with `args`; returns its exit status (2 when
 /// it cannot be built or started).
 pub fn run(args: &[String]) -> ExitCode {
@@ -120,6 +147,15 @@ mod tests {
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn help_and_version_need_no_build() {
+        assert!(answer("conform", &strings(&["--backend", "host"])).is_none());
+        assert!(answer("conform", &strings(&["--help"])).is_some());
+        assert!(answer("bench", &strings(&["-V"])).is_some());
+        assert!(answer("conform", &strings(&["--", "--help"])).is_none(), "after `--` it is the tool's argument");
+        assert!(HELP.iter().all(|(bin, help)| help.contains(&format!("Usage: {bin}"))));
     }
 
     #[test]

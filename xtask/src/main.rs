@@ -9,7 +9,8 @@
 //!   through hetero and through the vendor API in the same process.
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
 //!   combines reports of different nodes or jobs into one comparison.
-//! - `ci-matrix --format github|gitlab`: the CI job matrix of `ci/matrix.json`.
+//! - `ci-matrix --format github|gitlab|slurm [--runners LIST]`: the CI job
+//!   matrix of `ci/matrix.json`.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
 //!   test harness builds against (`ci/hip-nvidia/`).
 
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", about = "hetero project automation")]
+#[command(name = "cargo xtask", version, about = "hetero project automation")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,9 +69,15 @@ enum Command {
     },
     /// Print the CI job matrix of ci/matrix.json (backend x runner kind).
     CiMatrix {
-        /// github: JSON for fromJSON; gitlab: a parallel:matrix fragment.
+        /// github: JSON for fromJSON; gitlab: a parallel:matrix fragment;
+        /// slurm: one line per job.
         #[arg(long, value_enum)]
         format: ci_matrix::Format,
+        /// Only jobs on these runners, comma-separated: runner names of
+        /// ci/matrix.json, `cpu` or `gpu` (every runner without or with a
+        /// GPU), or `all`.
+        #[arg(long, value_delimiter = ',', default_value = "all")]
+        runners: Vec<String>,
     },
     /// Fetch the inputs of the HIP-on-NVIDIA harness (needs apt-get and pip).
     HipInputs {
@@ -81,11 +88,11 @@ enum Command {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Conform { args } => conform::run(&args),
-        Command::Stress { args } => conform::run_stress(&args),
-        Command::Bench { args } => conform::run_bench(&args),
+        Command::Conform { args } => conform::answer("conform", &args).unwrap_or_else(|| conform::run(&args)),
+        Command::Stress { args } => conform::answer("stress", &args).unwrap_or_else(|| conform::run_stress(&args)),
+        Command::Bench { args } => conform::answer("bench", &args).unwrap_or_else(|| conform::run_bench(&args)),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
         Command::Report { args } => conform::run_report(&args),
-        Command::CiMatrix { format } => ci_matrix::run(format),
+        Command::CiMatrix { format, runners } => ci_matrix::run(format, &runners),
     }
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use conformance::output::{self, Output};
 use conformance::report::Report;
 use conformance::{junit, markdown};
 
@@ -24,7 +25,7 @@ enum Command {
         /// Reports written by `conform --json`.
         #[arg(required = true)]
         inputs: Vec<PathBuf>,
-        /// Write the merged JSON report here.
+        /// Write the merged JSON report here (`-`: standard output; the same for each report).
         #[arg(long)]
         json: Option<PathBuf>,
         /// Write the comparison as Markdown here (default: print it).
@@ -48,16 +49,22 @@ fn main() -> ExitCode {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let merged = markdown::merge(reports)?;
+        let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
+        let files: Vec<(&'static str, &std::path::Path)> =
+            paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
+        output::check_distinct(&files)?;
         let write =
-            |path: &PathBuf, text: String| std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()));
+            |flag: &'static str, path: &PathBuf, text: String| Output::create(flag, path)?.commit(text.as_bytes());
         if let Some(path) = &json {
-            write(path, serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n")?;
+            write("--json", path, serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n")?;
         }
         if let Some(path) = &xml {
-            write(path, junit::render(&merged)?)?;
+            write("--junit", path, junit::render(&merged)?)?;
         }
         match &md {
-            Some(path) => write(path, markdown::render(&merged))?,
+            Some(path) => write("--markdown", path, markdown::render(&merged))?,
+            // With a report on standard output, the comparison goes to standard error.
+            None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", markdown::render(&merged)),
             None => print!("{}", markdown::render(&merged)),
         }
         Ok(merged.passed())

@@ -20,11 +20,19 @@ pub type CudaDevice = GpuDevice<Cuda>;
 
 use crate::error::{Error, ErrorKind};
 
-/// The file names cudarc tries for `lib`, without repeats.
+/// The file names cudarc tries for `lib` that this platform's libraries
+/// have, without repeats. cudarc also tries Windows-style names
+/// (`cuda64_12`) with the platform's prefix and suffix everywhere; on Unix
+/// they name no real library, so they are left out of the message.
 fn searched(lib: &str) -> String {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    let plain = format!("{DLL_PREFIX}{lib}{DLL_SUFFIX}");
     let mut names = cudarc::get_lib_name_candidates(lib);
     let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
+    names.retain(|n| {
+        let native = cfg!(windows) || *n == plain || n.strip_prefix(&plain).is_some_and(|v| v.starts_with('.'));
+        native && seen.insert(n.clone())
+    });
     names.join(", ")
 }
 
