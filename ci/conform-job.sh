@@ -10,7 +10,7 @@ set -uo pipefail
 : "${BACKEND:?set BACKEND}" "${RUNNER:?set RUNNER}"
 required=${REQUIRED:-true}
 size=${SIZE:-small}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 mkdir -p reports
 cargo xtask conform --backend "$BACKEND" --size "$size" \
   --json "reports/$BACKEND-$RUNNER.json" --junit "reports/$BACKEND-$RUNNER.xml"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the GPU scripts (from the repository root, .gpu/ carried):
 # makes OpenCL find NVIDIA's driver, and, when $backends_for_env names hip,
 # builds the HIP-on-NVIDIA harness and points ROCM_PATH at it.
@@ -9,14 +10,17 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 work=$(mktemp -d)
 for deb in .gpu/deb/*.deb; do dpkg -x "$deb" "$work/root"; done
 export LD_LIBRARY_PATH="$work/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-driver=$(ls /usr/lib/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -n1)
+driver=
+for candidate in /usr/lib/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1; do
+  if [ -e "$candidate" ]; then driver=$candidate; break; fi
+done
 mkdir -p "$work/icd"
 if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
 export OCL_ICD_VENDORS="$work/icd"
 echo "OpenCL driver: ${driver:-not found}"
 
 # HIP: build the HIP-on-NVIDIA harness and point the hip backend at it.
-case ",$backends_for_env," in
+case ",${backends_for_env:-}," in
   *,hip,*)
     bash ci/hip-nvidia/build.sh .gpu/hip "$work/rocm" && export ROCM_PATH="$work/rocm"
     ;;

@@ -28,7 +28,8 @@ source ci/gpu/env.sh
 # cannot take the whole call. The step-by-step probe goes first: a backend
 # that cannot pass it would only fail (or hang) in everything after it.
 echo "== probe ${backends//,/ }"
-timeout 90 "$bin/probe" ${backends//,/ }
+read -ra probe_backends <<< "${backends//,/ }"
+timeout 90 "$bin/probe" "${probe_backends[@]}"
 probe=$?
 if [ $probe -ne 0 ]; then
   echo "probe failed (exit $probe): stopping before the conformance runs"
@@ -50,6 +51,7 @@ declare -A verdict
 for backend in ${backends//,/ }; do
   for size in ${sizes//,/ }; do
     echo "== conform --backend $backend --size $size"
+    # shellcheck disable=SC2086 # split on purpose: the option and its file, or nothing
     timeout 240 "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json" ${library[$size]:-}
     code=$?
     verdict[$backend-$size]=$code

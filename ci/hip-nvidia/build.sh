@@ -27,15 +27,18 @@ find_lib() {
 cuda=$(find_lib libcuda.so.1)
 nvrtc=$(find_lib libnvrtc.so)
 [ -n "$nvrtc" ] || nvrtc=$(find_lib libnvrtc.so.13)
-[ -n "$cuda" ] && [ -n "$nvrtc" ] || { echo "build.sh: need libcuda.so.1 and libnvrtc.so (found: '${cuda}' '${nvrtc}')" >&2; exit 2; }
+if [ -z "$cuda" ] || [ -z "$nvrtc" ]; then
+  echo "build.sh: need libcuda.so.1 and libnvrtc.so (found: '${cuda}' '${nvrtc}')" >&2
+  exit 2
+fi
 driver_dir=$(dirname "$cuda")
 
 # Every hetero_<name> wrapper becomes the exported HIP name.
-defsyms=$(grep -o 'hetero_hip[A-Za-z0-9_]*' "$here/wrapper.cpp" | sort -u | sed 's/^hetero_\(.*\)$/-Wl,--defsym=\1=hetero_\1/' | tr '\n' ' ')
+read -ra defsyms <<< "$(grep -o 'hetero_hip[A-Za-z0-9_]*' "$here/wrapper.cpp" | sort -u | sed 's/^hetero_\(.*\)$/-Wl,--defsym=\1=hetero_\1/' | tr '\n' ' ')"
 
 g++ -std=c++17 -O2 -fPIC -shared -w -D__HIP_PLATFORM_NVIDIA__ \
   -I"$inputs/include" "$here/wrapper.cpp" -o "$out/lib/libamdhip64.so" \
-  $defsyms \
+  "${defsyms[@]}" \
   -L"$inputs/lib" -l:libcudart.so.11.0 -Wl,-rpath,"$inputs/lib" \
   -L"$driver_dir" -l:libcuda.so.1 -Wl,-rpath,"$driver_dir" \
   "$nvrtc"
