@@ -8,6 +8,7 @@
 //! them and prints a table; [`report`] is the JSON it writes.
 
 pub mod check;
+pub mod document;
 pub mod dump;
 pub mod html;
 pub mod inputs;

@@ -291,13 +291,18 @@ fn html_page_has_table_timelines_and_wavefields() {
     assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
     assert!(page.contains("<table>") && page.contains("<td>wave</td>"), "comparison table");
     assert!(
-        page.contains("<h2>Device timelines</h2>") && page.contains("<svg") && page.contains("#e8892b"),
-        "timeline"
+        page.contains("<h2>Device timelines</h2>")
+            && page.contains("<svg")
+            && page.contains("<image x=\"230\" y=\"0\" width=\"900\"")
+            && page.contains("href=\"data:image/png;base64,"),
+        "timeline: bars as an embedded PNG under the SVG labels"
     );
     assert!(page.contains("<title>ideal: "), "the overlapped wave variants' ideal is marked");
     assert!(
-        page.contains("<h2>Wavefield snapshots</h2>") && page.contains("<figcaption>step 300</figcaption>"),
-        "images"
+        page.contains("<h2>Wavefield snapshots</h2>")
+            && page.contains("<figcaption>step 300</figcaption>")
+            && page.contains("<img alt=\"step 300\""),
+        "images, as embedded PNG files"
     );
     assert!(!page.contains("src=\"http") && !page.contains("<script"), "self-contained, no scripts");
     std::fs::remove_dir_all(dir).unwrap();
