@@ -458,6 +458,19 @@ pub fn a_wait_alone_holds_the_stream(ctx: &Context) {
     assert!(stream.query().unwrap());
 }
 
+/// Regression: the host backend completed a recording's event before it
+/// counted the recording as done, so a host that had waited for the event
+/// could query the stream, with nothing else queued, and find it busy.
+pub fn a_completed_recording_leaves_its_stream_idle(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let event = ctx.event().unwrap();
+    for _ in 0..500 {
+        stream.record(&event).unwrap();
+        event.synchronize().unwrap();
+        assert!(stream.query().unwrap(), "the recording was the stream's last work and it has completed");
+    }
+}
+
 /// Regression: OpenCL remembered a stream's last command after letting go
 /// of the queue, so with two threads enqueueing on one stream an earlier
 /// command could be remembered after a later one, and a host wait (here,

@@ -104,8 +104,18 @@ fn serve(receiver: &mpsc::Receiver<Work>, shared: &Shared) {
             (Work::Run(op), None) => run(op),
             (Work::Run(_), Some(_)) => Ok(()),
             (Work::Signal(event, generation), failed) => {
+                // The event completes and the stream counts the recording
+                // as done at once, under the progress lock: completed
+                // before, a host that saw the event complete could find
+                // the stream still busy with nothing left to run
+                // (`a_completed_recording_leaves_its_stream_idle`).
+                // Lock order: progress, then the event's (a recording
+                // lets go of the event's lock before it queues).
+                let mut progress = shared.progress.lock().unwrap_or_else(PoisonError::into_inner);
                 event.complete(generation, failed);
-                Ok(())
+                progress.completed += 1;
+                shared.done.notify_all();
+                continue;
             }
         };
         let mut progress = shared.progress.lock().unwrap_or_else(PoisonError::into_inner);
