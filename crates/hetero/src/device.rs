@@ -243,6 +243,19 @@ pub enum KernelArg {
     F32(f32),
 }
 
+impl KernelArg {
+    /// The C type of a scalar in the kernel dialect (`uint`, `int`,
+    /// `float`); `None` for a buffer.
+    pub fn c_type(&self) -> Option<&'static str> {
+        match self {
+            Self::Buffer { .. } => None,
+            Self::U32(_) => Some("uint"),
+            Self::I32(_) => Some("int"),
+            Self::F32(_) => Some("float"),
+        }
+    }
+}
+
 /// Kernel arguments a launch gathers and packs without a heap allocation
 /// (the typed layer and the GPU backends keep them in `SmallVec`s of this size).
 pub(crate) const INLINE_ARGS: usize = 16;

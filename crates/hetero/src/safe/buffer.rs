@@ -228,6 +228,8 @@ pub struct View<'a, D: Device> {
     pub(crate) alloc: AllocId,
     pub(crate) tracker: &'a Tracker,
     host: Option<HostAddr>,
+    /// The element's C type when it is a C scalar type (launch checks).
+    pub(crate) elem: Option<&'static str>,
     /// Byte offset and length within the allocation.
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -252,6 +254,7 @@ impl<T: Pod, K, D: Device> Slice<'_, T, K, D> {
             alloc: self.buf.alloc,
             tracker: &self.buf.tracker,
             host: self.buf.host,
+            elem: super::signature::c_name::<T>(),
             offset: self.offset * size,
             len: self.len * size,
             access: Access::Read,
@@ -277,6 +280,7 @@ impl<T: Pod, K, D: Device> SliceMut<'_, T, K, D> {
             alloc: self.buf.alloc,
             tracker: &self.buf.tracker,
             host: self.buf.host,
+            elem: super::signature::c_name::<T>(),
             offset: self.offset * size,
             len: self.len * size,
             access: Access::Write,

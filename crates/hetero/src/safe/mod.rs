@@ -58,6 +58,7 @@ mod context;
 mod event;
 mod module;
 mod shared;
+mod signature;
 mod stream;
 mod tracker;
 

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 
 use super::shared::Shared;
+use super::signature::{self, Given, Param};
+use super::stream::Arg;
 use crate::AnyDevice;
 use crate::device::{Device, KernelId, ModuleId};
 use crate::error::{Error, ErrorKind, Result};
@@ -35,8 +37,10 @@ impl<D: Device> Module<D> {
         }
         // SAFETY: the module is owned by self.
         let id = unsafe { self.device.kernel(self.id, name) }?;
-        let params = self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p.len());
-        Ok(Kernel { device: Arc::clone(&self.device), id, name: name.to_string(), params })
+        let declared = self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p);
+        let count = declared.map(Vec::len);
+        let signature = declared.and_then(|d| signature::parse(d));
+        Ok(Kernel { device: Arc::clone(&self.device), id, name: name.to_string(), count, signature })
     }
 }
 
@@ -46,7 +50,9 @@ pub struct Kernel<D: Device = AnyDevice> {
     pub(crate) id: KernelId,
     name: String,
     /// Number of parameters the source declares, when it could be parsed.
-    params: Option<usize>,
+    count: Option<usize>,
+    /// The parameters, when every declaration could be read.
+    signature: Option<Vec<Param>>,
 }
 
 impl<D: Device> std::fmt::Debug for Kernel<D> {
@@ -61,20 +67,42 @@ impl<D: Device> Kernel<D> {
         &self.name
     }
 
-    /// Refuses a launch whose argument count differs from the source's
-    /// parameter list: the same check, and message, on every backend.
-    pub(crate) fn check_arg_count(&self, given: usize) -> Result<()> {
-        match self.params {
-            Some(expected) if expected != given => Err(Error::new(
-                self.device.info().backend,
-                "launch",
-                ErrorKind::InvalidLaunch,
-                format!(
-                    "kernel `{}` takes {expected} arguments but the launch passed {given} (dynamic shared memory is not an argument)",
-                    self.name
-                ),
-            )),
-            _ => Ok(()),
+    /// Refuses a launch whose arguments do not fit the source's parameter
+    /// list (count; buffer or scalar; scalar type; element type and
+    /// writability of buffers: see the signature module), naming the
+    /// kernel, the parameter and both types: the same check, and message,
+    /// on every backend.
+    pub(crate) fn check_args(&self, args: &[Arg<'_, D>]) -> Result<()> {
+        let refuse =
+            |message: String| Err(Error::new(self.device.info().backend, "launch", ErrorKind::InvalidLaunch, message));
+        if let Some(expected) = self.count
+            && expected != args.len()
+        {
+            return refuse(format!(
+                "kernel `{}` takes {expected} arguments but the launch passed {} (dynamic shared memory is not an argument)",
+                self.name,
+                args.len()
+            ));
         }
+        for (index, (param, arg)) in self.signature.iter().flatten().zip(args).enumerate() {
+            let given = match arg {
+                Arg::Buffer(view) => Given::Buffer(view.elem, view.access),
+                Arg::Scalar(scalar) => match scalar.c_type() {
+                    Some(ty) => Given::Scalar(ty),
+                    // A raw buffer handle would reach the kernel untracked.
+                    None => {
+                        return refuse(format!(
+                            "kernel `{}` argument {} is a raw buffer handle; pass a slice of the buffer, which the typed layer tracks",
+                            self.name,
+                            index + 1
+                        ));
+                    }
+                },
+            };
+            if let Some(why) = signature::mismatch(&self.name, index, param, given) {
+                return refuse(why);
+            }
+        }
+        Ok(())
     }
 }

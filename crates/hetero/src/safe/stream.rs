@@ -290,9 +290,11 @@ impl<D: Device> Stream<D> {
 
     /// Enqueues `kernel` with `args` in its parameter order.
     ///
-    /// Launch shapes are checked against the device's limits; buffers used
-    /// on other streams are waited for (device-side) according to their
-    /// read/write access.
+    /// Launch shapes are checked against the device's limits, and the
+    /// arguments against the parameter list of the kernel's source (count,
+    /// buffer or scalar, scalar type, element type, a writable slice for a
+    /// pointer declared without `const`); buffers used on other streams are
+    /// waited for (device-side) according to their read/write access.
     ///
     /// # Safety
     /// The kernel is foreign code: it must match `args` in number and type,
@@ -304,7 +306,7 @@ impl<D: Device> Stream<D> {
         same_device(&self.device, &kernel.device, "launch")?;
         // The shape is validated by the backend (`LaunchConfig::validate`, the
         // same check and message everywhere), before anything is enqueued.
-        kernel.check_arg_count(args.len())?;
+        kernel.check_args(args)?;
         // Up to `INLINE_ARGS` arguments, nothing here allocates.
         let views: SmallVec<[&View<'_, D>; INLINE_ARGS]> = args
             .iter()

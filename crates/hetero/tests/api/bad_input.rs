@@ -206,6 +206,38 @@ pub fn argument_count_checked(ctx: &Context) {
     assert!(many.message.contains("takes 4 arguments") && many.message.contains("passed 5"), "{many}");
 }
 
+/// Launch arguments are checked against the kernel's parameter list on
+/// every backend, before anything is enqueued (a `float` passed for a
+/// `uint` reached the kernel as its bit pattern; a read-only slice passed
+/// for a parameter the kernel writes was tracked as a read).
+pub fn argument_types_checked(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let mut x = ctx.alloc::<u32>(64).unwrap();
+    let mut f = ctx.alloc::<f32>(64).unwrap();
+    let config = LaunchConfig::linear(1, 64, 0);
+    let xs = x.slice_mut(..).unwrap();
+    // SAFETY: each launch is refused before it reaches the device.
+    let float = unsafe { stream.launch(&kernel, config, &[(&xs).into(), 64u32.into(), 3.0f32.into(), 1u32.into()]) }
+        .unwrap_err();
+    assert_eq!(float.kind, ErrorKind::InvalidLaunch);
+    for word in ["affine_u32", "parameter 3 (`a`)", "uint", "float"] {
+        assert!(float.message.contains(word), "`{word}` missing from: {float}");
+    }
+    let fs = f.slice_mut(..).unwrap();
+    // SAFETY: as above.
+    let element =
+        unsafe { stream.launch(&kernel, config, &[(&fs).into(), 64u32.into(), 1u32.into(), 1u32.into()]) }.unwrap_err();
+    assert!(element.message.contains("points to uint") && element.message.contains("buffer of float"), "{element}");
+    let read_only = x.slice(..).unwrap();
+    // SAFETY: as above.
+    let written =
+        unsafe { stream.launch(&kernel, config, &[(&read_only).into(), 64u32.into(), 1u32.into(), 1u32.into()]) }
+            .unwrap_err();
+    assert!(written.message.contains("read-only"), "{written}");
+    stream.synchronize().unwrap();
+}
+
 /// Range errors print ranges as written (`10..20`), not `Included(10)..Excluded(20)`.
 pub fn range_messages_read_as_written(ctx: &Context) {
     let buf = ctx.alloc::<u32>(16).unwrap();

@@ -46,6 +46,7 @@ macro_rules! backend_tests {
             #[case::out_of_memory(bad_input::out_of_memory_leaves_device_usable)]
             #[case::kernel_name_with_nul(bad_input::kernel_name_with_nul)]
             #[case::argument_count(bad_input::argument_count_checked)]
+            #[case::argument_types(bad_input::argument_types_checked)]
             #[case::range_messages(bad_input::range_messages_read_as_written)]
             #[case::grid_beyond_limits(bad_input::grid_beyond_limits)]
             #[case::over_aligned_pinned(bad_input::over_aligned_pinned_types)]

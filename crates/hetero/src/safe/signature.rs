@@ -1,0 +1,166 @@
+//! Kernel signatures, parsed from the portable source's parameter lists,
+//! and the check of a launch's arguments against them: the same check and
+//! messages on every backend, before anything is enqueued.
+//!
+//! A pointer parameter (`GLOBAL [const] T* name`) takes a buffer view; one
+//! without `const` may be written, so it takes a writable view (a kernel
+//! writing memory passed read-only would race with other streams' reads,
+//! which the tracker lets run alongside). A scalar parameter takes a scalar
+//! of its C type. Element types are compared where both sides are C
+//! scalar types (`float` and `f32`, `uint` and `u32`, ...); a buffer of a
+//! user type matches any pointer.
+
+use super::tracker::Access;
+
+/// One parameter of a kernel, as its declaration says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Param {
+    /// The parameter's name.
+    pub(crate) name: String,
+    /// Its C type, normalised (`uint`, `float`, ...); for a pointer, the
+    /// element type.
+    pub(crate) ty: String,
+    /// A pointer: `Some(true)` when the kernel may write through it (no `const`).
+    pub(crate) pointer: Option<bool>,
+}
+
+/// The parameters of declarations such as `GLOBAL const float* x` and
+/// `uint n`; `None` when one cannot be read (then no launch is checked
+/// beyond its argument count).
+pub(crate) fn parse(declarations: &[String]) -> Option<Vec<Param>> {
+    declarations.iter().map(|d| parse_one(d)).collect()
+}
+
+fn parse_one(declaration: &str) -> Option<Param> {
+    let spaced = declaration.replace('*', " * ");
+    let mut words: Vec<&str> = spaced.split_whitespace().collect();
+    let name = words.pop()?.to_string();
+    let stars = words.iter().filter(|w| **w == "*").count();
+    if stars > 1 || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let constant = words.contains(&"const");
+    let type_words: Vec<&str> =
+        words.into_iter().filter(|w| !["*", "const", "GLOBAL", "restrict", "__restrict__"].contains(w)).collect();
+    let ty = normalise(&type_words.join(" "))?;
+    Some(Param { name, ty, pointer: (stars == 1).then_some(!constant) })
+}
+
+/// The dialect's name for a C scalar type, or the type as written for a
+/// user type (a single identifier).
+fn normalise(ty: &str) -> Option<String> {
+    Some(
+        match ty {
+            "uint" | "unsigned int" | "unsigned" => "uint",
+            "int" | "signed int" => "int",
+            "float" => "float",
+            "double" => "double",
+            "ulong" | "unsigned long" | "unsigned long long" => "ulong",
+            "long" | "long long" => "long",
+            "ushort" | "unsigned short" => "ushort",
+            "short" => "short",
+            "uchar" | "unsigned char" => "uchar",
+            "char" | "signed char" => "char",
+            other if !other.is_empty() && other.chars().all(|c| c.is_alphanumeric() || c == '_') => other,
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// The dialect's name for the Rust element type `T`, when it is a C
+/// scalar type; `None` for user types.
+pub(crate) fn c_name<T>() -> Option<&'static str> {
+    Some(match std::any::type_name::<T>() {
+        "u32" => "uint",
+        "i32" => "int",
+        "f32" => "float",
+        "f64" => "double",
+        "u64" => "ulong",
+        "i64" => "long",
+        "u16" => "ushort",
+        "i16" => "short",
+        "u8" => "uchar",
+        "i8" => "char",
+        _ => return None,
+    })
+}
+
+/// What a launch passes for one parameter.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Given {
+    /// A buffer view: its element's C name (if a C scalar type) and access.
+    Buffer(Option<&'static str>, Access),
+    /// A scalar of this C type, shown as `shown` in messages.
+    Scalar(&'static str),
+}
+
+/// Why `given` does not fit parameter `index` (0-based) of `kernel`, if it does not.
+pub(crate) fn mismatch(kernel: &str, index: usize, param: &Param, given: Given) -> Option<String> {
+    let at = format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
+    match (param.pointer, given) {
+        (None, Given::Buffer(..)) => Some(format!("{at} takes a {} scalar, but the launch passed a buffer", param.ty)),
+        (Some(_), Given::Scalar(ty)) => {
+            Some(format!("{at} takes a buffer of {}, but the launch passed a {ty} scalar", param.ty))
+        }
+        (None, Given::Scalar(ty)) if ty != param.ty => Some(format!(
+            "{at} takes a {} scalar, but the launch passed a {ty} (convert it before the launch)",
+            param.ty
+        )),
+        (Some(_), Given::Buffer(Some(elem), _)) if elem != param.ty && is_c_scalar(&param.ty) => {
+            Some(format!("{at} points to {}, but the launch passed a buffer of {elem}", param.ty))
+        }
+        (Some(true), Given::Buffer(_, Access::Read)) => Some(format!(
+            "{at} is written by the kernel (declared without `const`), but the launch passed a read-only slice; pass a writable one (`slice_mut`)"
+        )),
+        _ => None,
+    }
+}
+
+fn is_c_scalar(ty: &str) -> bool {
+    ["uint", "int", "float", "double", "ulong", "long", "ushort", "short", "uchar", "char"].contains(&ty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decls(d: &[&str]) -> Vec<String> {
+        d.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn declarations_parse() {
+        let params =
+            parse(&decls(&["GLOBAL const float* in", "GLOBAL uint *out", "unsigned int n", "float a"])).unwrap();
+        assert_eq!(params[0], Param { name: "in".into(), ty: "float".into(), pointer: Some(false) });
+        assert_eq!(params[1], Param { name: "out".into(), ty: "uint".into(), pointer: Some(true) });
+        assert_eq!(params[2], Param { name: "n".into(), ty: "uint".into(), pointer: None });
+        assert_eq!(params[3].ty, "float");
+        assert!(parse(&decls(&["GLOBAL float** x"])).is_none(), "pointers to pointers are not read");
+    }
+
+    /// Guards against a defect: `3u32` passed where the kernel takes
+    /// `float a` reached the kernel as the float with those bits (4e-45).
+    #[test]
+    fn a_scalar_of_another_type_is_named() {
+        let a = Param { name: "a".into(), ty: "float".into(), pointer: None };
+        let why = mismatch("saxpy", 1, &a, Given::Scalar("uint")).unwrap();
+        assert!(
+            why.contains("saxpy") && why.contains("parameter 2 (`a`)") && why.contains("float") && why.contains("uint")
+        );
+        assert!(mismatch("saxpy", 1, &a, Given::Scalar("float")).is_none());
+    }
+
+    #[test]
+    fn buffers_are_checked_for_kind_element_and_access() {
+        let out = Param { name: "out".into(), ty: "float".into(), pointer: Some(true) };
+        assert!(mismatch("k", 0, &out, Given::Scalar("float")).unwrap().contains("buffer of float"));
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("uint"), Access::Write)).unwrap().contains("buffer of uint"));
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), Access::Read)).unwrap().contains("read-only"));
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), Access::Write)).is_none());
+        assert!(mismatch("k", 0, &out, Given::Buffer(None, Access::Write)).is_none(), "a user type matches");
+        let n = Param { name: "n".into(), ty: "uint".into(), pointer: None };
+        assert!(mismatch("k", 2, &n, Given::Buffer(Some("uint"), Access::Read)).unwrap().contains("uint scalar"));
+    }
+}
