@@ -188,6 +188,15 @@ impl LaunchConfig {
         Self { grid: [blocks, 1, 1], block: [threads, 1, 1], shared_bytes }
     }
 
+    /// A launch covering `extent` elements (x, y, z; 1 for unused axes)
+    /// with blocks of `block` threads: enough blocks on each axis that
+    /// every element has a thread (kernels check bounds). An empty axis
+    /// (`0`) still gets one block, so the launch shape stays valid.
+    pub fn covering(extent: [u32; 3], block: [u32; 3], shared_bytes: usize) -> Self {
+        let grid = std::array::from_fn(|i| extent[i].div_ceil(block[i].max(1)).max(1));
+        Self { grid, block, shared_bytes }
+    }
+
     /// Checks the shape against a device's limits; every backend calls this
     /// before launching, so the message is the same everywhere.
     pub fn validate(&self, info: &DeviceInfo, call: &'static str) -> Result<()> {

@@ -54,6 +54,12 @@ pub use device::{
     check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
+
+/// The element traits buffers need, re-exported so that a crate's own
+/// types can derive them without naming `bytemuck` (`#[derive(Clone,
+/// Copy, hetero::Pod, hetero::Zeroable)]` needs bytemuck's `derive`
+/// feature in the user's crate).
+pub use bytemuck::{Pod, Zeroable};
 pub use safe::{
     Arg, Buffer, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Kernel, Module, PinnedBuffer, PinnedSlice,
     PinnedSliceMut, Slice, SliceMut, Stream, UserEvent,

@@ -124,6 +124,23 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
     }
 }
 
+impl<T: Pod, D: Device> DeviceBuffer<T, D> {
+    /// Device memory for `len` elements, contents unspecified.
+    pub(crate) fn alloc(device: &Arc<Shared<D>>, len: usize) -> Result<Self> {
+        device.reap();
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::new(
+                device.info().backend,
+                "alloc_device",
+                ErrorKind::OutOfMemory,
+                format!("{len} elements overflow the address space"),
+            )
+        })?;
+        let alloc = device.alloc_device(bytes)?;
+        Ok(Self::from_alloc(Arc::clone(device), alloc, len))
+    }
+}
+
 impl<T: Pod, D: Device> PinnedBuffer<T, D> {
     /// Reads the allocation's host address once, for every later copy;
     /// `ptr` is what [`Device::pinned_ptr`] returned for it.
@@ -236,7 +253,7 @@ pub struct View<'a, D: Device> {
     pub(crate) access: Access,
 }
 
-impl<T: Pod, K, D: Device> Slice<'_, T, K, D> {
+impl<'a, T: Pod, K, D: Device> Slice<'a, T, K, D> {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -247,22 +264,32 @@ impl<T: Pod, K, D: Device> Slice<'_, T, K, D> {
         self.len == 0
     }
 
-    pub(crate) fn view(&self) -> View<'_, D> {
-        let size = std::mem::size_of::<T>();
-        View {
-            device: &self.buf.device,
-            alloc: self.buf.alloc,
-            tracker: &self.buf.tracker,
-            host: self.buf.host,
-            elem: super::signature::c_name::<T>(),
-            offset: self.offset * size,
-            len: self.len * size,
-            access: Access::Read,
-        }
+    pub(crate) fn view(&self) -> View<'a, D> {
+        view_of(self.buf, self.offset, self.len, Access::Read)
+    }
+
+    /// The view, for as long as the buffer is borrowed.
+    pub(crate) fn into_view(self) -> View<'a, D> {
+        self.view()
     }
 }
 
-impl<T: Pod, K, D: Device> SliceMut<'_, T, K, D> {
+/// The view of `len` elements from element `offset` of `buf`.
+fn view_of<T: Pod, K, D: Device>(buf: &Buffer<T, K, D>, offset: usize, len: usize, access: Access) -> View<'_, D> {
+    let size = std::mem::size_of::<T>();
+    View {
+        device: &buf.device,
+        alloc: buf.alloc,
+        tracker: &buf.tracker,
+        host: buf.host,
+        elem: super::signature::c_name::<T>(),
+        offset: offset * size,
+        len: len * size,
+        access,
+    }
+}
+
+impl<'a, T: Pod, K, D: Device> SliceMut<'a, T, K, D> {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -274,17 +301,12 @@ impl<T: Pod, K, D: Device> SliceMut<'_, T, K, D> {
     }
 
     pub(crate) fn view(&self) -> View<'_, D> {
-        let size = std::mem::size_of::<T>();
-        View {
-            device: &self.buf.device,
-            alloc: self.buf.alloc,
-            tracker: &self.buf.tracker,
-            host: self.buf.host,
-            elem: super::signature::c_name::<T>(),
-            offset: self.offset * size,
-            len: self.len * size,
-            access: Access::Write,
-        }
+        view_of(self.buf, self.offset, self.len, Access::Write)
+    }
+
+    /// The view, holding the buffer's exclusive borrow for `'a`.
+    pub(crate) fn into_view(self) -> View<'a, D> {
+        view_of(self.buf, self.offset, self.len, Access::Write)
     }
 }
 

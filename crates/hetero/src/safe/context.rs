@@ -90,9 +90,7 @@ impl<D: Device> Context<D> {
     /// Uninitialised-by-contract device memory for `len` elements (its
     /// contents are backend-defined until written).
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T, D>> {
-        self.device.reap();
-        let alloc = self.device.alloc_device(self.bytes::<T>(len, "alloc_device")?)?;
-        Ok(DeviceBuffer::from_alloc(Arc::clone(&self.device), alloc, len))
+        DeviceBuffer::alloc(&self.device, len)
     }
 
     /// Zeroed pinned host memory for `len` elements. Refused with

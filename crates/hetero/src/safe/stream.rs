@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use bytemuck::Pod;
 use smallvec::SmallVec;
 
-use super::buffer::{OnDevice, Pinned, Slice, SliceMut, View};
+use super::buffer::{Buffer, OnDevice, Pinned, Slice, SliceMut, View};
 use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
@@ -96,6 +96,20 @@ impl<'a, T: Pod, D: Device> From<&'a Slice<'a, T, OnDevice, D>> for Arg<'a, D> {
 impl<'a, T: Pod, D: Device> From<&'a SliceMut<'a, T, OnDevice, D>> for Arg<'a, D> {
     fn from(s: &'a SliceMut<'a, T, OnDevice, D>) -> Self {
         Arg::Buffer(s.view())
+    }
+}
+
+impl<'a, T: Pod, D: Device> From<&'a Buffer<T, OnDevice, D>> for Arg<'a, D> {
+    /// The whole buffer, read.
+    fn from(b: &'a Buffer<T, OnDevice, D>) -> Self {
+        Arg::Buffer(Slice::from(b).into_view())
+    }
+}
+
+impl<'a, T: Pod, D: Device> From<&'a mut Buffer<T, OnDevice, D>> for Arg<'a, D> {
+    /// The whole buffer, written.
+    fn from(b: &'a mut Buffer<T, OnDevice, D>) -> Self {
+        Arg::Buffer(SliceMut::from(b).into_view())
     }
 }
 
@@ -252,6 +266,45 @@ impl<D: Device> Stream<D> {
             unsafe { self.device.copy_d2h_sync(sv.range(), dst.as_mut_ptr().cast(), self.id) }
         })?;
         self.synchronize()
+    }
+
+    /// A new device buffer holding a copy of `src`; returns once copied.
+    pub fn upload<T: Pod>(&self, src: &[T]) -> Result<Buffer<T, OnDevice, D>> {
+        let mut buffer = Buffer::alloc(&self.device, src.len())?;
+        self.copy_from_host(src, &mut buffer)?;
+        Ok(buffer)
+    }
+
+    /// The contents of a device slice, after the work queued before it on
+    /// this stream (and the writes it waits for) is done.
+    pub fn download<'s, T: Pod>(&self, src: impl Into<Slice<'s, T, OnDevice, D>>) -> Result<Vec<T>> {
+        let src = src.into();
+        let mut out = vec![T::zeroed(); src.len()];
+        self.copy_to_host(src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Device memory for `len` elements, zeroed in stream order: work
+    /// enqueued on this stream later sees zeros (other streams wait through
+    /// the tracker). Blocks the host only when the size is not a multiple of
+    /// 4 bytes (then the zeros are copied from the host).
+    pub fn alloc_zeros<T: Pod>(&self, len: usize) -> Result<Buffer<T, OnDevice, D>> {
+        let mut buffer = Buffer::alloc(&self.device, len)?;
+        let bytes = len * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(buffer);
+        }
+        if bytes.is_multiple_of(4) {
+            let view = SliceMut::from(&mut buffer).into_view();
+            self.tracked(&[&view], || {
+                // SAFETY: a bounds-checked view of a live device allocation
+                // whose uses the tracker orders across streams.
+                unsafe { self.device.fill_u32(view.range(), 0, self.id) }
+            })?;
+        } else {
+            self.copy_from_host(&vec![T::zeroed(); len], &mut buffer)?;
+        }
+        Ok(buffer)
     }
 
     fn check_len(&self, src: usize, dst: usize) -> Result<()> {

@@ -458,6 +458,28 @@ pub fn a_wait_alone_holds_the_stream(ctx: &Context) {
     assert!(stream.query().unwrap());
 }
 
+/// The one-call helpers: upload, download, stream-ordered zeroed memory,
+/// whole buffers as launch arguments and launch shapes covering an extent.
+pub fn helpers_upload_download_zeros_and_whole_buffers(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let kernel = affine(ctx);
+    let mut x = stream.upload(&[1u32, 2, 3, 4]).unwrap();
+    let config = hetero::LaunchConfig::covering([4, 1, 1], [64, 1, 1], 0);
+    assert_eq!(config.grid, [1, 1, 1]);
+    // SAFETY: affine_u32(x, n, a, b) touches x[0..n), and x holds n elements.
+    unsafe { stream.launch(&kernel, config, &[(&mut x).into(), 4u32.into(), 3u32.into(), 1u32.into()]).unwrap() };
+    assert_eq!(stream.download(&x).unwrap(), [4, 7, 10, 13]);
+    // Zeroed in stream order over memory that held other values.
+    drop(x);
+    let words = stream.alloc_zeros::<u32>(1000).unwrap();
+    let odd = stream.alloc_zeros::<u8>(3).unwrap();
+    assert!(stream.download(&words).unwrap().iter().all(|&w| w == 0));
+    assert_eq!(stream.download(&odd).unwrap(), [0, 0, 0]);
+    assert_eq!(hetero::LaunchConfig::covering([10, 5, 0], [4, 2, 1], 0).grid, [3, 3, 1]);
+    fn needs_pod<T: hetero::Pod + hetero::Zeroable>() {}
+    needs_pod::<f32>();
+}
+
 /// Regression: the host backend completed a recording's event before it
 /// counted the recording as done, so a host that had waited for the event
 /// could query the stream, with nothing else queued, and find it busy.
