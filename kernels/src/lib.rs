@@ -11,9 +11,10 @@
 //! | `GLOBAL` / `SHARED` | pointer address spaces: global memory, block-shared memory |
 //! | `SHARED_PARAM(T, name)` | last parameter of a kernel that uses dynamic shared memory (written without a leading comma) |
 //! | `SHARED_DECL(T, name)` | first statement of such a kernel; binds `SHARED T* name` |
-//! | `THREAD_X/Y`, `BLOCK_X/Y`, `BLOCK_DIM_X/Y`, `GRID_DIM_X` | thread and block indices and extents |
+//! | `THREAD_X/Y/Z`, `BLOCK_X/Y/Z`, `BLOCK_DIM_X/Y/Z`, `GRID_DIM_X/Y/Z` | thread and block indices and extents |
 //! | `BARRIER` | block-wide barrier with shared-memory fence |
-//! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition |
+//! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition (a compare-and-swap loop on OpenCL 1.2) |
+//! | `atomic_add_u32`, `atomic_add_i32`, `atomic_max_u32`, `atomic_min_u32` | 32-bit integer atomics on `GLOBAL` memory, returning the old value |
 //! | `HETERO_PI` | pi as a float literal |
 //!
 //! Rules for kernel bodies: no backend-specific names, `uint` for unsigned

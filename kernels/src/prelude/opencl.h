@@ -7,13 +7,24 @@
 #define SHARED_DECL(T, name)
 #define THREAD_X ((uint)get_local_id(0))
 #define THREAD_Y ((uint)get_local_id(1))
+#define THREAD_Z ((uint)get_local_id(2))
 #define BLOCK_X ((uint)get_group_id(0))
 #define BLOCK_Y ((uint)get_group_id(1))
+#define BLOCK_Z ((uint)get_group_id(2))
 #define BLOCK_DIM_X ((uint)get_local_size(0))
 #define BLOCK_DIM_Y ((uint)get_local_size(1))
+#define BLOCK_DIM_Z ((uint)get_local_size(2))
 #define GRID_DIM_X ((uint)get_num_groups(0))
+#define GRID_DIM_Y ((uint)get_num_groups(1))
+#define GRID_DIM_Z ((uint)get_num_groups(2))
 #define BARRIER barrier(CLK_LOCAL_MEM_FENCE)
 #define HETERO_PI 3.14159265358979323846f
+
+/* 32-bit integer atomics (OpenCL 1.2 core); each returns the old value. */
+static inline uint atomic_add_u32(__global uint* p, uint v) { return atomic_add(p, v); }
+static inline int atomic_add_i32(__global int* p, int v) { return atomic_add(p, v); }
+static inline uint atomic_max_u32(__global uint* p, uint v) { return atomic_max(p, v); }
+static inline uint atomic_min_u32(__global uint* p, uint v) { return atomic_min(p, v); }
 
 /* OpenCL 1.2 has no float atomics: compare-and-swap on the bit pattern. */
 static inline void atomic_add_f32(__global float* p, float v) {

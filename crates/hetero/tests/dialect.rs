@@ -1,0 +1,77 @@
+//! The portable dialect on every backend that compiles kernel source
+//! (OpenCL, CUDA, HIP): three-dimensional indices, grid dimensions on every
+//! axis and integer atomics. The host backend runs Rust implementations of
+//! the built-in kernels instead of compiling source, so it has no part here.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use hetero::{Backend, LaunchConfig};
+
+const SOURCE: &str = r#"
+KERNEL void dialect_3d(GLOBAL uint* ids, GLOBAL uint* count, GLOBAL int* signed_sum, GLOBAL uint* extremes,
+                       uint nx, uint ny, uint nz) {
+    uint x = BLOCK_X * BLOCK_DIM_X + THREAD_X;
+    uint y = BLOCK_Y * BLOCK_DIM_Y + THREAD_Y;
+    uint z = BLOCK_Z * BLOCK_DIM_Z + THREAD_Z;
+    if (x < nx && y < ny && z < nz) {
+        uint i = (z * ny + y) * nx + x;
+        ids[i] = GRID_DIM_X * 10000u + GRID_DIM_Y * 100u + GRID_DIM_Z;
+        atomic_add_u32(count, 1u);
+        atomic_add_i32(signed_sum, -1);
+        atomic_max_u32(&extremes[0], i);
+        atomic_min_u32(&extremes[1], i);
+    }
+}
+"#;
+
+fn three_dimensions_and_atomics(backend: Backend) {
+    let Some(ctx) = hetero::testing::context_or_skip(backend).unwrap_or_else(|e| panic!("{e}")) else { return };
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(SOURCE).unwrap().kernel("dialect_3d").unwrap();
+    let (nx, ny, nz) = (5u32, 6u32, 7u32);
+    let cells = (nx * ny * nz) as usize;
+    let mut ids = stream.alloc_zeros::<u32>(cells).unwrap();
+    let mut count = stream.alloc_zeros::<u32>(1).unwrap();
+    let mut signed_sum = stream.alloc_zeros::<i32>(1).unwrap();
+    let mut extremes = stream.upload(&[0u32, u32::MAX]).unwrap();
+    let config = LaunchConfig::covering([nx, ny, nz], [4, 4, 2], 0);
+    assert_eq!(config.grid, [2, 2, 4]);
+    // SAFETY: every thread writes ids[i] for its own i < nx*ny*nz (the
+    // buffer's length) and updates the counters atomically.
+    unsafe {
+        stream
+            .launch(
+                &kernel,
+                config,
+                &[
+                    (&mut ids).into(),
+                    (&mut count).into(),
+                    (&mut signed_sum).into(),
+                    (&mut extremes).into(),
+                    nx.into(),
+                    ny.into(),
+                    nz.into(),
+                ],
+            )
+            .unwrap()
+    };
+    assert!(stream.download(&ids).unwrap().iter().all(|&v| v == 20204), "grid dimensions 2, 2, 4 on every cell");
+    assert_eq!(stream.download(&count).unwrap(), [cells as u32]);
+    assert_eq!(stream.download(&signed_sum).unwrap(), [-(cells as i32)]);
+    assert_eq!(stream.download(&extremes).unwrap(), [cells as u32 - 1, 0]);
+}
+
+#[test]
+fn opencl_three_dimensions_and_atomics() {
+    three_dimensions_and_atomics(Backend::OpenCl);
+}
+
+#[test]
+fn cuda_three_dimensions_and_atomics() {
+    three_dimensions_and_atomics(Backend::Cuda);
+}
+
+#[test]
+fn hip_three_dimensions_and_atomics() {
+    three_dimensions_and_atomics(Backend::Hip);
+}
