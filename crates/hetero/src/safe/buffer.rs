@@ -128,17 +128,22 @@ impl<T: Pod, D: Device> DeviceBuffer<T, D> {
     /// Device memory for `len` elements, contents unspecified.
     pub(crate) fn alloc(device: &Arc<Shared<D>>, len: usize) -> Result<Self> {
         device.reap();
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::new(
-                device.info().backend,
-                "alloc_device",
-                ErrorKind::OutOfMemory,
-                format!("{len} elements overflow the address space"),
-            )
-        })?;
-        let alloc = device.alloc_device(bytes)?;
+        let alloc = device.alloc_device(byte_len::<T, D>(device, len, "alloc_device")?)?;
         Ok(Self::from_alloc(Arc::clone(device), alloc, len))
     }
+}
+
+/// The size in bytes of `len` elements of `T`, or an error naming `call`
+/// when it overflows.
+pub(crate) fn byte_len<T, D: Device>(device: &Shared<D>, len: usize, call: &'static str) -> Result<usize> {
+    len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+        Error::new(
+            device.info().backend,
+            call,
+            ErrorKind::OutOfMemory,
+            format!("{len} elements overflow the address space"),
+        )
+    })
 }
 
 impl<T: Pod, D: Device> PinnedBuffer<T, D> {
@@ -245,8 +250,9 @@ pub struct View<'a, D: Device> {
     pub(crate) alloc: AllocId,
     pub(crate) tracker: &'a Tracker,
     host: Option<HostAddr>,
-    /// The element's C type when it is a C scalar type (launch checks).
-    pub(crate) elem: Option<&'static str>,
+    /// The element's C type when it is a C scalar type; called only by
+    /// launch checks, so copies pay nothing for it.
+    pub(crate) elem: fn() -> Option<&'static str>,
     /// Byte offset and length within the allocation.
     pub(crate) offset: usize,
     pub(crate) len: usize,
@@ -282,7 +288,7 @@ fn view_of<T: Pod, K, D: Device>(buf: &Buffer<T, K, D>, offset: usize, len: usiz
         alloc: buf.alloc,
         tracker: &buf.tracker,
         host: buf.host,
-        elem: super::signature::c_name::<T>(),
+        elem: super::signature::c_name::<T>,
         offset: offset * size,
         len: len * size,
         access,

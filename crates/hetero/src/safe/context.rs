@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytemuck::Pod;
 
-use super::buffer::{DeviceBuffer, PinnedBuffer};
+use super::buffer::{DeviceBuffer, PinnedBuffer, byte_len};
 use super::event::{Event, UserEvent};
 use super::module::Module;
 use super::shared::Shared;
@@ -99,7 +99,7 @@ impl<D: Device> Context<D> {
     /// [`crate::PINNED_ALIGN`] bytes).
     pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T, D>> {
         self.device.reap();
-        let alloc = self.device.alloc_pinned(self.bytes::<T>(len, "alloc_pinned")?)?;
+        let alloc = self.device.alloc_pinned(byte_len::<T, D>(&self.device, len, "alloc_pinned")?)?;
         // Own the allocation first, so that an error below frees it.
         let mut buf = PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len);
         // SAFETY: the allocation is owned by `buf`; only its address is read.
@@ -134,16 +134,5 @@ impl<D: Device> Context<D> {
     pub fn build_module(&self, source: &str) -> Result<Module<D>> {
         let id = self.device.build_module(source)?;
         Ok(Module { device: Arc::clone(&self.device), id, params: hetero_kernels::kernel_params(source) })
-    }
-
-    fn bytes<T>(&self, len: usize, call: &'static str) -> Result<usize> {
-        len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
-            Error::new(
-                self.info().backend,
-                call,
-                ErrorKind::OutOfMemory,
-                format!("{len} elements overflow the address space"),
-            )
-        })
     }
 }

@@ -86,7 +86,7 @@ impl<D: Device> Kernel<D> {
         }
         for (index, (param, arg)) in self.signature.iter().flatten().zip(args).enumerate() {
             let given = match arg {
-                Arg::Buffer(view) => Given::Buffer(view.elem, view.access),
+                Arg::Buffer(view) => Given::Buffer((view.elem)(), view.access),
                 Arg::Scalar(scalar) => match scalar.c_type() {
                     Some(ty) => Given::Scalar(ty),
                     // A raw buffer handle would reach the kernel untracked.

@@ -295,12 +295,7 @@ impl<D: Device> Stream<D> {
             return Ok(buffer);
         }
         if bytes.is_multiple_of(4) {
-            let view = SliceMut::from(&mut buffer).into_view();
-            self.tracked(&[&view], || {
-                // SAFETY: a bounds-checked view of a live device allocation
-                // whose uses the tracker orders across streams.
-                unsafe { self.device.fill_u32(view.range(), 0, self.id) }
-            })?;
+            self.fill_view(&SliceMut::from(&mut buffer).into_view(), 0)?;
         } else {
             self.copy_from_host(&vec![T::zeroed(); len], &mut buffer)?;
         }
@@ -333,11 +328,16 @@ impl<D: Device> Stream<D> {
         if dst.is_empty() {
             return Ok(());
         }
-        let dv = dst.view();
-        self.tracked(&[&dv], || {
+        self.fill_view(&dst.view(), pattern)
+    }
+
+    /// Enqueues a fill of a writable device view with 32-bit `pattern`
+    /// (its byte length a multiple of 4).
+    fn fill_view(&self, view: &View<'_, D>, pattern: u32) -> Result<()> {
+        self.tracked(&[view], || {
             // SAFETY: a bounds-checked view of a live device allocation
             // whose uses the tracker orders across streams.
-            unsafe { self.device.fill_u32(dv.range(), pattern, self.id) }
+            unsafe { self.device.fill_u32(view.range(), pattern, self.id) }
         })
     }
 
