@@ -155,6 +155,80 @@ fn is_ident(c: char) -> bool {
 }
 
 /// Replaces `/* */` and `//` comments by spaces.
+/// Size and alignment in bytes of the plain structs `source` defines
+/// (`struct Name { ... };` or `typedef struct [Tag] { ... } Name;`) whose
+/// fields are all C scalar types of the dialect, or arrays of them, laid
+/// out by C's rules: what a kernel receives for a struct passed by value.
+/// Structs with other fields are left out.
+pub fn struct_layouts(source: &str) -> Vec<(String, usize, usize)> {
+    let code = strip_comments(source);
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find("struct") {
+        let pos = from + found;
+        from = pos + "struct".len();
+        let (before, after) = (&code[..pos], &code[from..]);
+        if before.chars().next_back().is_some_and(is_ident) || after.chars().next().is_some_and(is_ident) {
+            continue;
+        }
+        let (Some(open), Some(close)) = (after.find('{'), after.find('}')) else { continue };
+        if close < open {
+            continue;
+        }
+        let name = if before.trim_end().ends_with("typedef") {
+            after[close + 1..].split(';').next().unwrap_or("").trim()
+        } else {
+            after[..open].trim()
+        };
+        if name.is_empty() || !name.chars().all(is_ident) {
+            continue;
+        }
+        if let Some((size, align)) = layout(&after[open + 1..close]) {
+            out.push((name.to_string(), size, align));
+        }
+    }
+    out
+}
+
+/// C layout of the fields in `body` (`float a; uint n[4]; ...`).
+fn layout(body: &str) -> Option<(usize, usize)> {
+    let (mut size, mut align) = (0usize, 1usize);
+    for field in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
+        let words: Vec<&str> = field.split_whitespace().collect();
+        let (ty, names) = match words.as_slice() {
+            ["unsigned", "int" | "long" | "short" | "char", ..] | ["long", "long", ..] | ["signed", ..] => {
+                (words[..2].join(" "), words[2..].join(" "))
+            }
+            [ty, ..] => (ty.to_string(), words[1..].join(" ")),
+            [] => return None,
+        };
+        let width = match ty.as_str() {
+            "char" | "uchar" | "unsigned char" | "signed char" => 1,
+            "short" | "ushort" | "unsigned short" => 2,
+            "int" | "uint" | "unsigned int" | "float" | "signed int" => 4,
+            "long" | "ulong" | "unsigned long" | "long long" | "double" => 8,
+            _ => return None,
+        };
+        for name in names.split(',').map(str::trim) {
+            let count = match name.split_once('[') {
+                Some((_, n)) => n.trim_end_matches(']').trim().parse::<usize>().ok()?,
+                None => 1,
+            };
+            size = size.next_multiple_of(width) + width * count;
+            align = align.max(width);
+        }
+    }
+    (size > 0).then(|| (size.next_multiple_of(align), align))
+}
+
+/// `source` without comments and with every run of whitespace made one
+/// space: two sources with equal normal forms compile to the same code.
+/// The host backend runs a built-in kernel only for a source whose normal
+/// form contains the built-in's whole file.
+pub fn normal_form(source: &str) -> String {
+    strip_comments(source).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn strip_comments(source: &str) -> String {
     let mut out = String::with_capacity(source.len());
     let mut chars = source.chars().peekable();
@@ -188,6 +262,21 @@ fn strip_comments(source: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn struct_layouts_follow_c_rules() {
+        let source = "typedef struct { float a; double b; uint n[3]; } Params;\n\
+                      struct Pair { uchar tag; /* padding */ ushort v; };\n\
+                      typedef struct Tagged { Params inner; } Nested;";
+        let layouts = struct_layouts(source);
+        assert_eq!(layouts, vec![("Params".to_string(), 32, 8), ("Pair".to_string(), 4, 2)]);
+    }
+
+    #[test]
+    fn normal_forms_ignore_comments_and_spacing() {
+        assert_eq!(normal_form("KERNEL  void k(uint n) // note\n{ }"), normal_form("KERNEL void k(uint n)\n{\n}"));
+        assert_ne!(normal_form("x = a + b;"), normal_form("x = a - b;"));
+    }
 
     #[test]
     fn wave_rows_match_the_source() {

@@ -105,6 +105,9 @@ pub struct DeviceInfo {
     pub compute_units: u32,
     /// Threads that execute in lock-step: warp (32) or wavefront (32 or 64).
     pub warp_size: u32,
+    /// Whether kernels may use `double` (CUDA and HIP always; OpenCL where
+    /// the device reports double-precision support; the host always).
+    pub fp64: bool,
 }
 
 macro_rules! handle {
@@ -250,18 +253,81 @@ pub enum KernelArg {
     I32(i32),
     /// A 32-bit float scalar.
     F32(f32),
+    /// A 64-bit unsigned scalar.
+    U64(u64),
+    /// A 64-bit signed scalar.
+    I64(i64),
+    /// A 64-bit float scalar (devices with [`DeviceInfo::fp64`] only).
+    F64(f64),
+    /// A plain-data struct passed by value, as its bytes.
+    Bytes(ArgBytes),
 }
 
 impl KernelArg {
     /// The C type of a scalar in the kernel dialect (`uint`, `int`,
-    /// `float`); `None` for a buffer.
+    /// `float`, `ulong`, `long`, `double`); `None` for a buffer or a struct.
     pub fn c_type(&self) -> Option<&'static str> {
         match self {
-            Self::Buffer { .. } => None,
+            Self::Buffer { .. } | Self::Bytes(_) => None,
             Self::U32(_) => Some("uint"),
             Self::I32(_) => Some("int"),
             Self::F32(_) => Some("float"),
+            Self::U64(_) => Some("ulong"),
+            Self::I64(_) => Some("long"),
+            Self::F64(_) => Some("double"),
         }
+    }
+
+    /// The value's bytes as the kernel receives them (native byte order);
+    /// `None` for a buffer, whose pointer each backend makes.
+    pub fn value_bytes(&self) -> Option<&[u8]> {
+        Some(match self {
+            Self::Buffer { .. } => return None,
+            Self::U32(v) => bytemuck::bytes_of(v),
+            Self::I32(v) => bytemuck::bytes_of(v),
+            Self::F32(v) => bytemuck::bytes_of(v),
+            Self::U64(v) => bytemuck::bytes_of(v),
+            Self::I64(v) => bytemuck::bytes_of(v),
+            Self::F64(v) => bytemuck::bytes_of(v),
+            Self::Bytes(b) => b.as_bytes(),
+        })
+    }
+}
+
+/// The bytes of a struct argument, stored inline and 8-byte aligned so a
+/// launch allocates nothing: at most [`ArgBytes::MAX`] bytes, of a type
+/// aligned to at most 8.
+#[derive(Clone, Copy, PartialEq)]
+pub struct ArgBytes {
+    words: [u64; ArgBytes::MAX / 8],
+    len: u8,
+}
+
+impl ArgBytes {
+    /// The largest struct passed by value, in bytes.
+    pub const MAX: usize = 64;
+
+    /// The bytes of `value`; `None` when `T` is larger than [`Self::MAX`]
+    /// bytes or aligned to more than 8.
+    pub fn of<T: bytemuck::Pod>(value: &T) -> Option<Self> {
+        let bytes = bytemuck::bytes_of(value);
+        if bytes.len() > Self::MAX || std::mem::align_of::<T>() > 8 {
+            return None;
+        }
+        let mut words = [0u64; Self::MAX / 8];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        Some(Self { words, len: bytes.len() as u8 })
+    }
+
+    /// The stored bytes, starting at an 8-byte aligned address.
+    pub fn as_bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice::<u64, u8>(&self.words)[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for ArgBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ArgBytes({} bytes)", self.len)
     }
 }
 
@@ -472,8 +538,11 @@ pub trait Device: Send + Sync + 'static {
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
 
     /// Builds a module from portable kernel source (see `hetero-kernels`).
-    /// On failure the error kind is [`ErrorKind::Build`] and its message is the build log.
-    fn build_module(&self, source: &str) -> Result<ModuleId>;
+    /// `host_kernels` are Rust implementations of its kernels, which only
+    /// the host backend runs (see [`crate::host_kernel`]); other backends
+    /// ignore them. On failure the error kind is [`ErrorKind::Build`] and
+    /// its message is the build log.
+    fn build_module(&self, source: &str, host_kernels: &[crate::host_kernel::HostKernel]) -> Result<ModuleId>;
     /// Looks up a kernel of a module by name.
     ///
     /// # Safety

@@ -44,12 +44,14 @@ mod any;
 pub mod backend;
 mod device;
 mod error;
+pub mod host_kernel;
 pub mod safe;
+mod signature;
 pub mod testing;
 
 pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
 pub use device::{
-    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
+    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, UnknownBackend, check_copy_ranges, check_fill_range,
     check_kernel_limits, check_range,
 };

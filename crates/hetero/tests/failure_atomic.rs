@@ -111,8 +111,8 @@ impl Device for FlakyRecords {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.fill_u32(dst, pattern, stream) }
     }
-    fn build_module(&self, source: &str) -> Result<ModuleId> {
-        self.inner.build_module(source)
+    fn build_module(&self, source: &str, host_kernels: &[hetero::host_kernel::HostKernel]) -> Result<ModuleId> {
+        self.inner.build_module(source, host_kernels)
     }
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         // SAFETY: forwarded under the caller's contract.

@@ -1,5 +1,9 @@
 /* hetero portable kernel dialect -> CUDA C++ (NVRTC) and HIP (hiprtc) */
 typedef unsigned int uint;
+/* OpenCL's names of unsigned types; `long` and `ulong` are 64-bit on LP64 Linux, as in OpenCL. */
+typedef unsigned long ulong;
+typedef unsigned short ushort;
+typedef unsigned char uchar;
 #define KERNEL extern "C" __global__
 #define DEVICE_FN static __device__ __forceinline__
 #define GLOBAL

@@ -1,4 +1,8 @@
 /* hetero portable kernel dialect -> OpenCL C 1.2 */
+/* `double` where the device supports it (DeviceInfo::fp64); OpenCL 1.2 needs the extension enabled. */
+#if defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
 #define KERNEL __kernel
 #define DEVICE_FN static inline
 #define GLOBAL __global

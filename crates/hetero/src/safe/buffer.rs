@@ -288,7 +288,7 @@ fn view_of<T: Pod, K, D: Device>(buf: &Buffer<T, K, D>, offset: usize, len: usiz
         alloc: buf.alloc,
         tracker: &buf.tracker,
         host: buf.host,
-        elem: super::signature::c_name::<T>,
+        elem: crate::signature::c_name::<T>,
         offset: offset * size,
         len: len * size,
         access,

@@ -1,5 +1,6 @@
 //! [`Context`]: the entry to the typed layer for one device.
 
+use crate::host_kernel::HostKernel;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -130,9 +131,24 @@ impl<D: Device> Context<D> {
         Ok(buf)
     }
 
-    /// Builds a portable kernel source (see `hetero-kernels`).
+    /// Builds a portable kernel source (see `hetero-kernels`). On the host
+    /// backend this runs only the built-in kernels; give a crate's own
+    /// kernels their host implementations with [`Context::build_module_with`].
     pub fn build_module(&self, source: &str) -> Result<Module<D>> {
-        let id = self.device.build_module(source)?;
-        Ok(Module { device: Arc::clone(&self.device), id, params: hetero_kernels::kernel_params(source) })
+        self.build_module_with(source, &[])
+    }
+
+    /// Builds a portable kernel source together with Rust implementations
+    /// of its kernels, which the host backend runs (checked against the
+    /// source's parameter lists: see [`crate::host_kernel`]); GPU backends
+    /// compile the source and ignore them.
+    pub fn build_module_with(&self, source: &str, host_kernels: &[HostKernel]) -> Result<Module<D>> {
+        let id = self.device.build_module(source, host_kernels)?;
+        Ok(Module {
+            device: Arc::clone(&self.device),
+            id,
+            params: hetero_kernels::kernel_params(source),
+            structs: hetero_kernels::struct_layouts(source).into(),
+        })
     }
 }

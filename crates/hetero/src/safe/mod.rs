@@ -58,7 +58,6 @@ mod context;
 mod event;
 mod module;
 mod shared;
-mod signature;
 mod stream;
 mod tracker;
 

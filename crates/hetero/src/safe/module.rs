@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use super::shared::Shared;
-use super::signature::{self, Given, Param};
 use super::stream::Arg;
 use crate::AnyDevice;
-use crate::device::{Device, KernelId, ModuleId};
+use crate::device::{Device, KernelArg, KernelId, ModuleId};
 use crate::error::{Error, ErrorKind, Result};
+use crate::signature::{self, Given, Param};
 
 /// Kernels built from one portable source for one device.
 pub struct Module<D: Device = AnyDevice> {
@@ -16,6 +16,8 @@ pub struct Module<D: Device = AnyDevice> {
     /// Each kernel's parameter declarations, parsed from the source
     /// (dynamic shared memory excluded).
     pub(crate) params: Vec<(String, Vec<String>)>,
+    /// Size and alignment of the plain structs the source defines.
+    pub(crate) structs: Arc<[(String, usize, usize)]>,
 }
 
 impl<D: Device> std::fmt::Debug for Module<D> {
@@ -40,7 +42,14 @@ impl<D: Device> Module<D> {
         let declared = self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p);
         let count = declared.map(Vec::len);
         let signature = declared.and_then(|d| signature::parse(d));
-        Ok(Kernel { device: Arc::clone(&self.device), id, name: name.to_string(), count, signature })
+        Ok(Kernel {
+            device: Arc::clone(&self.device),
+            id,
+            name: name.to_string(),
+            count,
+            signature,
+            structs: Arc::clone(&self.structs),
+        })
     }
 }
 
@@ -53,6 +62,8 @@ pub struct Kernel<D: Device = AnyDevice> {
     count: Option<usize>,
     /// The parameters, when every declaration could be read.
     signature: Option<Vec<Param>>,
+    /// Size and alignment of the plain structs the source defines.
+    structs: Arc<[(String, usize, usize)]>,
 }
 
 impl<D: Device> std::fmt::Debug for Kernel<D> {
@@ -84,9 +95,47 @@ impl<D: Device> Kernel<D> {
                 args.len()
             ));
         }
+        let info = self.device.info();
+        for (index, arg) in args.iter().enumerate() {
+            let elem = match arg {
+                Arg::Buffer(view) => (view.elem)(),
+                Arg::Scalar(scalar) => scalar.c_type(),
+                Arg::Struct(_) => None,
+            };
+            if elem == Some("double") && !info.fp64 {
+                return refuse(format!(
+                    "kernel `{}` argument {} is a double (f64), but {} does not support double precision",
+                    self.name,
+                    index + 1,
+                    info.name
+                ));
+            }
+            if let Arg::Struct(s) = arg
+                && s.bytes.is_none()
+            {
+                return refuse(format!(
+                    "kernel `{}` argument {}: a struct `{}` of {} bytes aligned to {} cannot be passed by value (at most {} bytes, aligned to at most 8)",
+                    self.name,
+                    index + 1,
+                    s.rust,
+                    s.size,
+                    s.align,
+                    crate::ArgBytes::MAX
+                ));
+            }
+        }
         for (index, (param, arg)) in self.signature.iter().flatten().zip(args).enumerate() {
             let given = match arg {
-                Arg::Buffer(view) => Given::Buffer((view.elem)(), view.access),
+                Arg::Buffer(view) => Given::Buffer((view.elem)(), view.access == super::tracker::Access::Write),
+                Arg::Struct(s) => {
+                    let layout =
+                        self.structs.iter().find(|(n, ..)| *n == param.ty).map(|&(_, size, align)| (size, align));
+                    match signature::struct_mismatch(&self.name, index, param, (s.rust, s.size, s.align), layout) {
+                        Some(why) => return refuse(why),
+                        None => continue,
+                    }
+                }
+                Arg::Scalar(KernelArg::Bytes(_)) => continue,
                 Arg::Scalar(scalar) => match scalar.c_type() {
                     Some(ty) => Given::Scalar(ty),
                     // A raw buffer handle would reach the kernel untracked.

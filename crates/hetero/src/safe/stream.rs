@@ -14,7 +14,7 @@ use super::same_device;
 use super::shared::Shared;
 use super::tracker::Tracker;
 use crate::AnyDevice;
-use crate::device::{Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
+use crate::device::{ArgBytes, Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
 /// An in-order queue of work. Dropping it never blocks: work already
@@ -85,6 +85,33 @@ pub enum Arg<'a, D: Device = AnyDevice> {
     Buffer(View<'a, D>),
     #[doc(hidden)]
     Scalar(KernelArg),
+    #[doc(hidden)]
+    Struct(StructArg),
+}
+
+/// A struct passed by value: its bytes, or why it cannot be passed.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct StructArg {
+    pub(crate) bytes: Option<ArgBytes>,
+    pub(crate) rust: &'static str,
+    pub(crate) size: usize,
+    pub(crate) align: usize,
+}
+
+impl<D: Device> Arg<'_, D> {
+    /// A `#[repr(C)]` plain-data struct passed by value, for a kernel
+    /// parameter of a struct type the source defines. The launch checks its
+    /// size and alignment against the source's definition where the source
+    /// defines it with scalar fields; at most [`ArgBytes::MAX`] bytes.
+    pub fn value<T: Pod>(value: &T) -> Self {
+        Arg::Struct(StructArg {
+            bytes: ArgBytes::of(value),
+            rust: std::any::type_name::<T>(),
+            size: std::mem::size_of::<T>(),
+            align: std::mem::align_of::<T>(),
+        })
+    }
 }
 
 impl<'a, T: Pod, D: Device> From<&'a Slice<'a, T, OnDevice, D>> for Arg<'a, D> {
@@ -128,6 +155,25 @@ impl<D: Device> From<i32> for Arg<'_, D> {
 impl<D: Device> From<f32> for Arg<'_, D> {
     fn from(v: f32) -> Self {
         Arg::Scalar(KernelArg::F32(v))
+    }
+}
+
+impl<D: Device> From<u64> for Arg<'_, D> {
+    fn from(v: u64) -> Self {
+        Arg::Scalar(KernelArg::U64(v))
+    }
+}
+
+impl<D: Device> From<i64> for Arg<'_, D> {
+    fn from(v: i64) -> Self {
+        Arg::Scalar(KernelArg::I64(v))
+    }
+}
+
+impl<D: Device> From<f64> for Arg<'_, D> {
+    /// A `double`: launches refuse it on devices without [`crate::DeviceInfo::fp64`].
+    fn from(v: f64) -> Self {
+        Arg::Scalar(KernelArg::F64(v))
     }
 }
 
@@ -365,16 +411,21 @@ impl<D: Device> Stream<D> {
             .iter()
             .filter_map(|a| match a {
                 Arg::Buffer(v) => Some(v),
-                Arg::Scalar(_) => None,
+                Arg::Scalar(_) | Arg::Struct(_) => None,
             })
             .collect();
         let raw: SmallVec<[KernelArg; INLINE_ARGS]> = args
             .iter()
             .map(|a| match a {
-                Arg::Buffer(v) => KernelArg::Buffer { alloc: v.alloc, offset: v.offset },
-                Arg::Scalar(s) => *s,
+                Arg::Buffer(v) => Ok(KernelArg::Buffer { alloc: v.alloc, offset: v.offset }),
+                Arg::Scalar(s) => Ok(*s),
+                // `check_args` refused structs without bytes already.
+                Arg::Struct(s) => s.bytes.map(KernelArg::Bytes).ok_or(()),
             })
-            .collect();
+            .collect::<std::result::Result<_, ()>>()
+            .map_err(|()| {
+                Error::new(self.backend(), "launch", ErrorKind::InvalidLaunch, "struct argument too large")
+            })?;
         self.tracked(&views, || {
             // SAFETY: buffer views are live and bounds-checked; the caller
             // guarantees the kernel stays within them.

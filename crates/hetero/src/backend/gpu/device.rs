@@ -17,6 +17,7 @@ use crate::device::{
     StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::host_kernel::HostKernel;
 
 /// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
 /// [`crate::backend::hip::HipDevice`]). Every call makes the device current
@@ -80,6 +81,7 @@ impl<R: Runtime> GpuDevice<R> {
             shared_memory_per_block: attr(Attribute::SharedMemoryPerBlock)? as usize,
             compute_units: attr(Attribute::MultiprocessorCount)?,
             warp_size: attr(Attribute::WarpSize)?,
+            fp64: true,
         };
         let runtime = Arc::new(runtime);
         let pool_stream = runtime.pool_stream()?.map(|raw| GpuStream::new(raw, Arc::clone(&runtime)));
@@ -437,7 +439,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.check(unsafe { self.runtime.fill_u32(to, pattern, dst.len / 4, held.raw) })
     }
 
-    fn build_module(&self, source: &str) -> Result<ModuleId> {
+    fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
         self.enter()?;
         let module = module::build(&*self.runtime, source)?;
         Ok(ModuleId(self.modules.insert_shared(module)))
@@ -470,9 +472,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         /// One argument's value, kept at a stable address for the launch.
         enum Value<P> {
             Ptr(P),
-            U32(u32),
-            I32(i32),
-            F32(f32),
+            Scalar(KernelArg),
         }
         // Launches of up to `INLINE_ARGS` arguments allocate nothing.
         let mut values = args
@@ -484,19 +484,18 @@ impl<R: Runtime> Device for GpuDevice<R> {
                         check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
                         Value::Ptr(mem.device_ptr("launch", offset)?)
                     }
-                    KernelArg::U32(v) => Value::U32(v),
-                    KernelArg::I32(v) => Value::I32(v),
-                    KernelArg::F32(v) => Value::F32(v),
+                    scalar => Value::Scalar(scalar),
                 })
             })
             .collect::<Result<SmallVec<[Value<R::Ptr>; INLINE_ARGS]>>>()?;
+        // The runtime reads each parameter's bytes through its pointer, with
+        // the size the kernel declares; a scalar's bytes start at an address
+        // aligned for its type (struct bytes are 8-byte aligned).
         let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = values
             .iter_mut()
             .map(|v| match v {
                 Value::Ptr(p) => (p as *mut R::Ptr).cast(),
-                Value::U32(x) => (x as *mut u32).cast(),
-                Value::I32(x) => (x as *mut i32).cast(),
-                Value::F32(x) => (x as *mut f32).cast(),
+                Value::Scalar(arg) => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr() as *mut c_void),
             })
             .collect();
         let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::error::error;
 use super::event::HostEvent;
-use super::kernels::{self, Block, HostKernel};
+use super::kernels::{Args, Block, HostKernel};
 use super::memory::{HostMemory, SendPtr};
 use super::module::HostModule;
 use super::stream::{HostStream, Op};
@@ -18,6 +18,7 @@ use crate::device::{
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
 use crate::error::{ErrorKind, Result};
+use crate::host_kernel::Value;
 
 type KernelEntry = (String, HostKernel);
 
@@ -58,6 +59,7 @@ impl HostDevice {
                 shared_memory_per_block: 64 * 1024,
                 compute_units: cpus,
                 warp_size: 1,
+                fp64: true,
             },
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),
@@ -322,13 +324,13 @@ impl Device for HostDevice {
         )
     }
 
-    fn build_module(&self, source: &str) -> Result<ModuleId> {
-        Ok(ModuleId(self.modules.insert(HostModule::build(source)?)))
+    fn build_module(&self, source: &str, host_kernels: &[HostKernel]) -> Result<ModuleId> {
+        Ok(ModuleId(self.modules.insert(HostModule::build(source, host_kernels)?)))
     }
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         let built = self.modules.get("kernel", module.0)?;
-        let Some(&function) = built.kernels.get(name) else {
+        let Some(function) = built.kernels.get(name).cloned() else {
             let mut known: Vec<_> = built.kernels.keys().cloned().collect();
             known.sort();
             return Err(error(
@@ -349,22 +351,22 @@ impl Device for HostDevice {
     ) -> Result<()> {
         config.validate(&self.info, "launch")?;
         let entry = self.kernels.get("launch", kernel.0)?;
-        let (name, function) = (entry.0.clone(), entry.1);
-        let resolved = args
+        let (name, kernel) = (entry.0.clone(), entry.1.clone());
+        let values = args
             .iter()
             .map(|arg| {
                 Ok(match *arg {
                     KernelArg::Buffer { alloc, offset } => {
                         let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
-                        kernels::Arg::Buffer { mem, offset }
+                        // SAFETY: offset <= size (checked by device_range), so the pointer stays in the block.
+                        let ptr = unsafe { mem.ptr().as_ptr().add(offset) };
+                        Value::Buffer { ptr, len: mem.size() - offset, owner: mem }
                     }
-                    KernelArg::U32(v) => kernels::Arg::U32(v),
-                    KernelArg::I32(v) => kernels::Arg::I32(v),
-                    KernelArg::F32(v) => kernels::Arg::F32(v),
+                    scalar => Value::Scalar(scalar),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let args = kernels::Args(resolved);
+        let args = Args::new(&kernel, values);
         let config = *config;
         self.enqueue(
             "launch",
@@ -384,7 +386,7 @@ impl Device for HostDevice {
                             grid: config.grid,
                             shared_bytes: config.shared_bytes,
                         };
-                        function(&block, &args)
+                        (kernel.function)(&block, &args)
                     })
                     .map_err(|fault| {
                         error("launch", ErrorKind::KernelFault, format!("kernel `{name}` faulted: {fault}"))

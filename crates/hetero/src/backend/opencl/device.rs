@@ -25,6 +25,7 @@ use crate::device::{
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::error::{ErrorKind, Result};
+use crate::host_kernel::HostKernel;
 
 /// An OpenCL device with its own context.
 pub struct OpenClDevice {
@@ -81,6 +82,7 @@ impl OpenClDevice {
                 .unwrap_or(usize::MAX),
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
+            fp64: device.double_fp_config().is_ok_and(|config| config != 0),
         };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
         let mapper = Arc::new(stream::create(&context, false)?);
@@ -445,7 +447,7 @@ impl Device for OpenClDevice {
         })
     }
 
-    fn build_module(&self, source: &str) -> Result<ModuleId> {
+    fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
         Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), source)?)))
     }
 
@@ -516,9 +518,11 @@ impl Device for OpenClDevice {
                         Some(mem) => guard.set_arg(index, mem),
                         None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
                     },
-                    KernelArg::U32(v) => guard.set_arg(index, v),
-                    KernelArg::I32(v) => guard.set_arg(index, v),
-                    KernelArg::F32(v) => guard.set_arg(index, v),
+                    scalar => {
+                        let bytes = scalar.value_bytes().unwrap_or_default();
+                        opencl3::kernel::set_kernel_arg(guard.get(), index, bytes.len(), bytes.as_ptr().cast())
+                            .map_err(opencl3::error_codes::ClError)
+                    }
                 }
             };
             set.map_err(from_cl("clSetKernelArg"))?;

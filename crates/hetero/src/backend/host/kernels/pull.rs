@@ -16,10 +16,10 @@ fn wrap_dphi(d: f32) -> f32 {
 }
 
 pub(super) fn pull_jets(block: &Block, args: &Args) -> Fault<()> {
-    let (c_pt, c_eta, c_phi) = (args.buffer::<f32>(0)?, args.buffer::<f32>(1)?, args.buffer::<f32>(2)?);
-    let offsets = args.buffer::<u32>(3)?;
-    let (jet_pt, jet_eta, jet_phi) = (args.buffer::<f32>(4)?, args.buffer::<f32>(5)?, args.buffer::<f32>(6)?);
-    let pull = args.buffer::<f32>(7)?;
+    let (c_pt, c_eta, c_phi) = (args.slice::<f32>(0)?, args.slice::<f32>(1)?, args.slice::<f32>(2)?);
+    let offsets = args.slice::<u32>(3)?;
+    let (jet_pt, jet_eta, jet_phi) = (args.slice::<f32>(4)?, args.slice::<f32>(5)?, args.slice::<f32>(6)?);
+    let pull = args.slice_mut::<f32>(7)?;
     let n_jets = args.u32(8)? as usize;
     let n_constituents = args.u32(9)? as usize;
     let threads = block.threads();

@@ -10,7 +10,7 @@ use super::{Args, Block, Fault, block_sum};
 /// of all threads reads one contiguous run of `threads` elements, added to
 /// contiguous accumulators (a vectorised loop).
 fn thread_sums(block: &Block, args: &Args) -> Fault<Vec<f32>> {
-    let input = args.buffer::<f32>(0)?;
+    let input = args.slice::<f32>(0)?;
     let n = args.u32(2)? as usize;
     let threads = block.threads();
     block.need_shared(threads * 4)?;
@@ -47,10 +47,10 @@ fn thread_sums(block: &Block, args: &Args) -> Fault<Vec<f32>> {
 
 pub(super) fn reduce_partial(block: &Block, args: &Args) -> Fault<()> {
     let total = block_sum(&mut thread_sums(block, args)?);
-    args.buffer::<f32>(1)?.set(block.idx[0] as usize, total)
+    args.slice_mut::<f32>(1)?.set(block.idx[0] as usize, total)
 }
 
 pub(super) fn reduce_atomic(block: &Block, args: &Args) -> Fault<()> {
     let total = block_sum(&mut thread_sums(block, args)?);
-    args.buffer::<f32>(1)?.atomic_add(0, total)
+    args.slice_mut::<f32>(1)?.atomic_add(0, total)
 }

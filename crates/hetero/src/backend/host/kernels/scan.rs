@@ -16,8 +16,8 @@ fn tile(block: &Block, items: usize, n: usize) -> (usize, usize) {
 }
 
 pub(super) fn scan_tile_sums(block: &Block, args: &Args) -> Fault<()> {
-    let input = args.buffer::<u32>(0)?;
-    let sums = args.buffer::<u32>(1)?;
+    let input = args.slice::<u32>(0)?;
+    let sums = args.slice_mut::<u32>(1)?;
     let n = args.u32(2)? as usize;
     let items = args.u32(3)? as usize;
     block.need_shared(block.threads() * 4)?;
@@ -33,9 +33,9 @@ pub(super) fn scan_tile_sums(block: &Block, args: &Args) -> Fault<()> {
 }
 
 pub(super) fn scan_tiles(block: &Block, args: &Args) -> Fault<()> {
-    let input = args.buffer::<u32>(0)?;
-    let output = args.buffer::<u32>(1)?;
-    let offsets = args.buffer::<u32>(2)?;
+    let input = args.slice::<u32>(0)?;
+    let output = args.slice_mut::<u32>(1)?;
+    let offsets = args.slice::<u32>(2)?;
     let n = args.u32(3)? as usize;
     let items = args.u32(4)? as usize;
     let use_offsets = args.u32(5)? != 0;

@@ -3,7 +3,7 @@
 use super::{Args, Block, Fault};
 
 pub(super) fn affine_u32(block: &Block, args: &Args) -> Fault<()> {
-    let x = args.buffer::<u32>(0)?;
+    let x = args.slice_mut::<u32>(0)?;
     let n = args.u32(1)? as usize;
     let (a, b) = (args.u32(2)?, args.u32(3)?);
     let threads = block.threads();

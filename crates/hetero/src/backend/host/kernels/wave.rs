@@ -8,7 +8,7 @@
 use super::{Args, Block, Fault};
 
 pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
-    let (u_prev, u, u_next) = (args.buffer::<f32>(0)?, args.buffer::<f32>(1)?, args.buffer::<f32>(2)?);
+    let (u_prev, u, u_next) = (args.slice::<f32>(0)?, args.slice::<f32>(1)?, args.slice_mut::<f32>(2)?);
     let nx = args.u32(3)? as usize;
     let ny = args.u32(4)? as usize;
     let c2 = args.f32(5)?;

@@ -10,8 +10,6 @@
 //! scalar types (`float` and `f32`, `uint` and `u32`, ...); a buffer of a
 //! user type matches any pointer.
 
-use super::tracker::Access;
-
 /// One parameter of a kernel, as its declaration says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Param {
@@ -22,6 +20,22 @@ pub(crate) struct Param {
     pub(crate) ty: String,
     /// A pointer: `Some(true)` when the kernel may write through it (no `const`).
     pub(crate) pointer: Option<bool>,
+}
+
+impl Param {
+    /// The parameter as a sentence's object: "`GLOBAL const float* x`".
+    pub(crate) fn describe(&self) -> String {
+        match self.pointer {
+            None => format!("`{} {}`", self.ty, self.name),
+            Some(false) => format!("`GLOBAL const {}* {}`", self.ty, self.name),
+            Some(true) => format!("`GLOBAL {}* {}`", self.ty, self.name),
+        }
+    }
+
+    /// Whether its type (or element type) is a C scalar type rather than a user type.
+    pub(crate) fn is_c_scalar(&self) -> bool {
+        is_c_scalar(&self.ty)
+    }
 }
 
 /// The parameters of declarations such as `GLOBAL const float* x` and
@@ -89,8 +103,9 @@ pub(crate) fn c_name<T>() -> Option<&'static str> {
 /// What a launch passes for one parameter.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Given {
-    /// A buffer view: its element's C name (if a C scalar type) and access.
-    Buffer(Option<&'static str>, Access),
+    /// A buffer view: its element's C name (if a C scalar type) and
+    /// whether the launch may write it.
+    Buffer(Option<&'static str>, bool),
     /// A scalar of this C type, shown as `shown` in messages.
     Scalar(&'static str),
 }
@@ -110,8 +125,34 @@ pub(crate) fn mismatch(kernel: &str, index: usize, param: &Param, given: Given) 
         (Some(_), Given::Buffer(Some(elem), _)) if elem != param.ty && is_c_scalar(&param.ty) => {
             Some(format!("{at} points to {}, but the launch passed a buffer of {elem}", param.ty))
         }
-        (Some(true), Given::Buffer(_, Access::Read)) => Some(format!(
+        (Some(true), Given::Buffer(_, false)) => Some(format!(
             "{at} is written by the kernel (declared without `const`), but the launch passed a read-only slice; pass a writable one (`slice_mut`)"
+        )),
+        _ => None,
+    }
+}
+
+/// Why a struct of Rust type `rust` (`size` bytes, aligned to `align`)
+/// does not fit parameter `index` of `kernel`, if it does not; `layout` is
+/// the size and alignment of the parameter's type where the source defines it.
+pub(crate) fn struct_mismatch(
+    kernel: &str,
+    index: usize,
+    param: &Param,
+    (rust, size, align): (&str, usize, usize),
+    layout: Option<(usize, usize)>,
+) -> Option<String> {
+    let at = format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
+    if param.pointer.is_some() {
+        return Some(format!("{at} takes a buffer of {}, but the launch passed a struct `{rust}`", param.ty));
+    }
+    if is_c_scalar(&param.ty) {
+        return Some(format!("{at} takes a {} scalar, but the launch passed a struct `{rust}`", param.ty));
+    }
+    match layout {
+        Some((want_size, want_align)) if (want_size, want_align) != (size, align) => Some(format!(
+            "{at} takes a `{}` of {want_size} bytes aligned to {want_align}, but the launch passed a `{rust}` of {size} bytes aligned to {align} (a field, its type or its order differs)",
+            param.ty
         )),
         _ => None,
     }
@@ -156,11 +197,11 @@ mod tests {
     fn buffers_are_checked_for_kind_element_and_access() {
         let out = Param { name: "out".into(), ty: "float".into(), pointer: Some(true) };
         assert!(mismatch("k", 0, &out, Given::Scalar("float")).unwrap().contains("buffer of float"));
-        assert!(mismatch("k", 0, &out, Given::Buffer(Some("uint"), Access::Write)).unwrap().contains("buffer of uint"));
-        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), Access::Read)).unwrap().contains("read-only"));
-        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), Access::Write)).is_none());
-        assert!(mismatch("k", 0, &out, Given::Buffer(None, Access::Write)).is_none(), "a user type matches");
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("uint"), true)).unwrap().contains("buffer of uint"));
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), false)).unwrap().contains("read-only"));
+        assert!(mismatch("k", 0, &out, Given::Buffer(Some("float"), true)).is_none());
+        assert!(mismatch("k", 0, &out, Given::Buffer(None, true)).is_none(), "a user type matches");
         let n = Param { name: "n".into(), ty: "uint".into(), pointer: None };
-        assert!(mismatch("k", 2, &n, Given::Buffer(Some("uint"), Access::Read)).unwrap().contains("uint scalar"));
+        assert!(mismatch("k", 2, &n, Given::Buffer(Some("uint"), false)).unwrap().contains("uint scalar"));
     }
 }
