@@ -15,15 +15,17 @@ use hetero::{
     LaunchConfig, ModuleId, Result, StreamFlags, StreamId,
 };
 
-/// The host device, whose `record_event` fails while `fail_records` is set.
+/// The host device, whose `record_event` fails while `fail_records` is set
+/// and which reports `info` (the host's, or one changed by a test).
 struct FlakyRecords {
     inner: HostDevice,
+    info: DeviceInfo,
     fail_records: Arc<AtomicBool>,
 }
 
 impl Device for FlakyRecords {
     fn info(&self) -> &DeviceInfo {
-        self.inner.info()
+        &self.info
     }
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
         self.inner.create_stream(flags)
@@ -132,8 +134,34 @@ impl Device for FlakyRecords {
 
 fn flaky() -> (Context<FlakyRecords>, Arc<AtomicBool>) {
     let fail_records = Arc::new(AtomicBool::new(false));
-    let device = FlakyRecords { inner: HostDevice::new(), fail_records: Arc::clone(&fail_records) };
+    let inner = HostDevice::new();
+    let device = FlakyRecords { info: inner.info().clone(), inner, fail_records: Arc::clone(&fail_records) };
     (Context::new(device), fail_records)
+}
+
+/// A `double` argument, or a buffer of them, is refused on a device that
+/// reports no double precision, before anything is enqueued.
+#[test]
+fn double_is_refused_on_a_device_without_fp64() {
+    let inner = HostDevice::new();
+    let mut info = inner.info().clone();
+    info.fp64 = false;
+    let ctx = Context::new(FlakyRecords { inner, info, fail_records: Arc::new(AtomicBool::new(false)) });
+    let source = "KERNEL void scale_f64(GLOBAL double* y, double a, uint n) { }";
+    let host = hetero::host_kernel::HostKernel::new("scale_f64", |_, _| Ok(()))
+        .slice_mut::<f64>()
+        .scalar::<f64>()
+        .scalar::<u32>();
+    let kernel = ctx.build_module_with(source, &[host]).unwrap().kernel("scale_f64").unwrap();
+    let stream = ctx.stream().unwrap();
+    let mut y = ctx.alloc::<f64>(4).unwrap();
+    // SAFETY: refused before anything is enqueued (the test's assertion).
+    let err = unsafe {
+        stream.launch(&kernel, LaunchConfig::linear(1, 4, 0), &[(&mut y).into(), 2.0f64.into(), 4u32.into()])
+    }
+    .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidLaunch);
+    assert!(err.message.contains("double") && err.message.contains("does not support"), "{err}");
 }
 
 /// Opens `gate` after 100 ms from another thread; the flag is set just before.

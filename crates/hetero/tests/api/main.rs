@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod semantics;
+mod user_kernels;
 
 use hetero::{AnyDevice, Backend, Context};
 
@@ -20,7 +21,7 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{bad_input, context, semantics};
+            use super::{bad_input, context, semantics, user_kernels};
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -51,6 +52,10 @@ macro_rules! backend_tests {
             #[case::range_messages(bad_input::range_messages_read_as_written)]
             #[case::grid_beyond_limits(bad_input::grid_beyond_limits)]
             #[case::over_aligned_pinned(bad_input::over_aligned_pinned_types)]
+            #[case::own_kernels(user_kernels::own_kernels_run_everywhere)]
+            #[case::struct_arguments(user_kernels::struct_arguments_checked)]
+            #[case::host_registrations(user_kernels::host_registrations_checked)]
+            #[case::host_implementation_faults(user_kernels::host_implementation_faults_are_sticky)]
             #[case::forgotten_gate_drops(semantics::drops_never_wait_for_a_forgotten_gate)]
             #[case::forgotten_gate_device_drop(semantics::device_drop_opens_forgotten_gates)]
             fn api(#[case] body: fn(&hetero::Context)) {

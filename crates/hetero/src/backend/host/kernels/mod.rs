@@ -149,6 +149,17 @@ mod tests {
         (acc[0] + acc[1]) + (acc[2] + acc[3])
     }
 
+    /// Built-in registrations declare what their sources declare (the host
+    /// checks only user registrations when it builds).
+    #[test]
+    fn builtin_registrations_match_their_sources() {
+        for (file, kernel) in builtins() {
+            let declared = hetero_kernels::kernel_params(file).into_iter().find(|(n, _)| n == kernel.name());
+            let params = crate::signature::parse(&declared.expect("declared in its file").1).expect("readable");
+            assert_eq!(kernel.mismatch(&params), None);
+        }
+    }
+
     #[test]
     fn reduce_keeps_the_kernels_order_of_additions() {
         let (threads, grid) = (64usize, 3usize);
