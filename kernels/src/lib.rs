@@ -16,6 +16,13 @@
 //! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition (a compare-and-swap loop on OpenCL 1.2) |
 //! | `atomic_add_u32`, `atomic_add_i32`, `atomic_max_u32`, `atomic_min_u32` | 32-bit integer atomics on `GLOBAL` memory, returning the old value |
 //! | `HETERO_PI` | pi as a float literal |
+//! | `uint`, `int`, `float`, `ulong`, `long`, `ushort`, `uchar` | scalar types, the same width on every backend (`long` is 64-bit) |
+//! | `double` | 64-bit float, on devices whose `DeviceInfo::fp64` is set (the OpenCL prelude enables `cl_khr_fp64`) |
+//!
+//! A kernel may take a struct by value: define it in the source with
+//! scalar fields (`typedef struct { float a; uint n; } Params;`) and pass a
+//! `#[repr(C)]` Rust struct with the same fields; launches check its size
+//! and alignment against [`struct_layouts`].
 //!
 //! Rules for kernel bodies: no backend-specific names, `uint` for unsigned
 //! 32-bit integers, no assumption about the warp or wavefront size, and
@@ -24,8 +31,9 @@
 //! argument, CUDA and HIP as `extern __shared__` memory.
 //!
 //! The host backend runs Rust implementations registered under the same
-//! kernel names and argument lists; [`kernel_names`] lists the entry points
-//! of a source so every backend resolves them the same way.
+//! kernel names and parameter lists (hetero's `host_kernel` module);
+//! [`kernel_names`] and [`kernel_params`] read a source's entry points so
+//! every backend resolves and checks them the same way.
 
 /// Sum of floats: `reduce_partial` (per-block sums) and `reduce_atomic`.
 pub const REDUCE: &str = include_str!("portable/reduce.kern");
