@@ -92,6 +92,13 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
         Ok(SliceMut { buf: self, offset, len, _exclusive: PhantomData })
     }
 
+    /// Two writable views, of elements `[0, mid)` and `[mid, len)`: their
+    /// uses are tracked per range, so work on one never waits for work on
+    /// the other (see [`SliceMut::split_at_mut`]).
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<(SliceMut<'_, T, K, D>, SliceMut<'_, T, K, D>)> {
+        SliceMut::from(self).split_at_mut(mid)
+    }
+
     /// `true` when no queued work uses the buffer any more.
     pub fn is_idle(&self) -> Result<bool> {
         self.tracker.is_idle(&**self.device)
@@ -274,6 +281,14 @@ impl<'a, T: Pod, K, D: Device> Slice<'a, T, K, D> {
         view_of(self.buf, self.offset, self.len, Access::Read)
     }
 
+    /// Two read-only views, of elements `[0, mid)` and `[mid, len)`; an
+    /// error when `mid` is past the end.
+    pub fn split_at(self, mid: usize) -> Result<(Self, Self)> {
+        check_split(self.buf, mid, self.len)?;
+        let (buf, offset, len) = (self.buf, self.offset, self.len);
+        Ok((Slice { buf, offset, len: mid }, Slice { buf, offset: offset + mid, len: len - mid }))
+    }
+
     /// The view, for as long as the buffer is borrowed.
     pub(crate) fn into_view(self) -> View<'a, D> {
         self.view()
@@ -314,6 +329,51 @@ impl<'a, T: Pod, K, D: Device> SliceMut<'a, T, K, D> {
     pub(crate) fn into_view(self) -> View<'a, D> {
         view_of(self.buf, self.offset, self.len, Access::Write)
     }
+
+    /// Two writable views of disjoint elements, `[0, mid)` and `[mid,
+    /// len)`; an error when `mid` is past the end. Their uses are tracked
+    /// per byte range: two streams may write the two halves at the same
+    /// time, while uses of overlapping ranges still wait for each other.
+    pub fn split_at_mut(self, mid: usize) -> Result<(Self, Self)> {
+        check_split(self.buf, mid, self.len)?;
+        let (buf, offset, len) = (self.buf, self.offset, self.len);
+        Ok((
+            SliceMut { buf, offset, len: mid, _exclusive: PhantomData },
+            SliceMut { buf, offset: offset + mid, len: len - mid, _exclusive: PhantomData },
+        ))
+    }
+
+    /// Writable views of consecutive `chunk` elements (the last may be
+    /// shorter), each tracked on its own as with [`Self::split_at_mut`];
+    /// an error when `chunk` is 0.
+    pub fn chunks_mut(self, chunk: usize) -> Result<Vec<Self>> {
+        if chunk == 0 {
+            return Err(Error::new(
+                self.buf.device.info().backend,
+                "chunks_mut",
+                ErrorKind::OutOfBounds,
+                "chunks of 0 elements were asked for; give a chunk length of at least 1",
+            ));
+        }
+        let (buf, offset, len) = (self.buf, self.offset, self.len);
+        Ok((0..len)
+            .step_by(chunk)
+            .map(|at| SliceMut { buf, offset: offset + at, len: chunk.min(len - at), _exclusive: PhantomData })
+            .collect())
+    }
+}
+
+/// Errors unless `mid` splits a view of `len` elements (`mid <= len`).
+fn check_split<T, K, D: Device>(buf: &Buffer<T, K, D>, mid: usize, len: usize) -> Result<()> {
+    if mid > len {
+        return Err(Error::new(
+            buf.device.info().backend,
+            "split_at",
+            ErrorKind::OutOfBounds,
+            format!("split at element {mid} is past the end of a slice of {len} elements"),
+        ));
+    }
+    Ok(())
 }
 
 impl<D: Device> View<'_, D> {

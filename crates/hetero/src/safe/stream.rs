@@ -231,7 +231,7 @@ impl<D: Device> Stream<D> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
-        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.access)));
+        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access)));
         // A failure here leaves some device-side waits queued and no work: harmless.
         held.before(&**self.device, self.id)?;
         enqueue()?;

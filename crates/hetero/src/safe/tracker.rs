@@ -1,21 +1,27 @@
 //! Hazard tracking for one allocation: the rules of safe asynchronous memory.
 //!
-//! Every allocation owned by the typed layer remembers the event recorded
-//! after its last write and, per stream, the event recorded after its last
-//! read since that write. Before an operation on stream `s`:
+//! Every allocation owned by the typed layer remembers, per byte range, the
+//! event recorded after the last write and, per stream, the events recorded
+//! after reads since then. Before an operation on stream `s` that uses
+//! range `r`:
 //!
-//! - any use waits (on the device, with `stream_wait_event`) for the last
-//!   write if it was on another stream (read-after-write, write-after-write);
-//! - a write also waits for every read on another stream (write-after-read).
+//! - any use waits (on the device, with `stream_wait_event`) for every
+//!   write on another stream whose range overlaps `r` (read-after-write,
+//!   write-after-write);
+//! - a write also waits for every overlapping read on another stream
+//!   (write-after-read).
 //!
-//! After the operation one event is recorded on `s` (a [`Mark`], shared by
-//! every allocation the operation uses) and stored. Handing
-//! pinned memory to the host first synchronises every stored event; freeing
-//! the allocation is deferred until they have all completed
-//! ([`super::shared::Shared::retire`]), so no queued work can touch freed or
-//! host-borrowed memory, and no drop blocks. Tracking is per allocation, not per byte range: two streams
-//! writing disjoint slices of one allocation are serialised.
+//! Uses of disjoint ranges (the halves of [`super::SliceMut::split_at_mut`])
+//! never wait for each other. After the operation one event is recorded on
+//! `s` (a [`Mark`], shared by every range the operation uses) and stored;
+//! it replaces the entries it covers (a write: every entry within `r`; a
+//! read: the reads of `s` within `r`), and entries partly covered stay, so
+//! later uses still wait for them. Handing pinned memory to the host first
+//! synchronises every stored event; freeing the allocation is deferred
+//! until they have all completed ([`super::shared::Shared::retire`]), so no
+//! queued work can touch freed or host-borrowed memory, and no drop blocks.
 
+use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use smallvec::SmallVec;
@@ -31,43 +37,89 @@ pub(crate) enum Access {
     Write,
 }
 
+/// One pending use: its stream, byte range and the mark recorded after it.
+struct Use {
+    stream: StreamId,
+    range: Range<usize>,
+    mark: Mark,
+}
+
+/// Entries past which completed ones are pruned (many distinct ranges).
+const PRUNE_ABOVE: usize = 32;
+
 #[derive(Default)]
 struct State {
-    last_write: Option<(StreamId, Mark)>,
-    reads: Vec<(StreamId, Mark)>,
+    writes: Vec<Use>,
+    reads: Vec<Use>,
+}
+
+/// Whether two byte ranges share a byte (empty ranges touch nothing).
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+fn covers(outer: &Range<usize>, inner: &Range<usize>) -> bool {
+    outer.start <= inner.start && inner.end <= outer.end
+}
+
+impl State {
+    fn all(&self) -> impl Iterator<Item = &Use> {
+        self.writes.iter().chain(&self.reads)
+    }
+
+    /// Removes the entries of `list` that `keep` rejects, recycling their marks.
+    fn remove<D: Device>(list: &mut Vec<Use>, shared: &Shared<D>, mut keep: impl FnMut(&Use) -> bool) {
+        let mut k = 0;
+        while k < list.len() {
+            if keep(&list[k]) {
+                k += 1;
+            } else {
+                shared.recycle(list.swap_remove(k).mark);
+            }
+        }
+    }
+
+    /// Drops the entries whose work has completed (an entry whose query
+    /// fails stays: a wait on it reports the error).
+    fn prune<D: Device>(&mut self, shared: &Shared<D>) {
+        for list in [&mut self.writes, &mut self.reads] {
+            // SAFETY: a live event of this device (type invariant).
+            Self::remove(list, shared, |u| !unsafe { shared.query_event(u.mark.id()) }.unwrap_or(false));
+        }
+    }
 }
 
 /// The marks of one allocation's pending uses.
 ///
 /// Invariant: every mark in it was recorded by the device that owns the
-/// allocation, after the use it stands for. Marks it no longer needs go
-/// back to that device's [`Shared`] ([`Shared::recycle`]);
-/// [`Tracker::into_marks`] hands the rest over when the allocation is retired.
+/// allocation, after the use it stands for; every pending use of a byte is
+/// stored, or ordered before a stored use of that byte that covers it.
+/// Marks it no longer needs go back to that device's [`Shared`]
+/// ([`Shared::recycle`]); [`Tracker::into_marks`] hands the rest over when
+/// the allocation is retired.
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Mutex<State>,
 }
 
-/// The locked trackers of one operation, each with the access the
-/// operation makes ([`Tracker::hold_all`]).
-pub(crate) struct Held<'a>(SmallVec<[(MutexGuard<'a, State>, Access); INLINE_ARGS]>);
+/// One operation's uses of one allocation: byte range and access.
+type Uses = SmallVec<[(Range<usize>, Access); 2]>;
+
+/// The locked trackers of one operation, each with the uses the operation
+/// makes of it ([`Tracker::hold_all`]).
+pub(crate) struct Held<'a>(SmallVec<[(MutexGuard<'a, State>, Uses); INLINE_ARGS]>);
 
 impl Held<'_> {
     /// Makes `stream` wait for conflicting earlier uses on other streams.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
-        for (state, access) in &self.0 {
-            if let Some((s, m)) = &state.last_write
-                && *s != stream
-            {
-                // SAFETY: a live event of this device (type invariant); the
-                // stream belongs to the caller.
-                unsafe { device.stream_wait_event(stream, m.id())? };
-            }
-            if *access == Access::Write {
-                for (s, m) in &state.reads {
-                    if *s != stream {
-                        // SAFETY: as above.
-                        unsafe { device.stream_wait_event(stream, m.id())? };
+        for (state, uses) in &self.0 {
+            for (range, access) in uses {
+                let reads = state.reads.iter().filter(|_| *access == Access::Write);
+                for used in state.writes.iter().chain(reads) {
+                    if used.stream != stream && overlaps(&used.range, range) {
+                        // SAFETY: a live event of this device (type
+                        // invariant); the stream belongs to the caller.
+                        unsafe { device.stream_wait_event(stream, used.mark.id())? };
                     }
                 }
             }
@@ -76,24 +128,29 @@ impl Held<'_> {
     }
 
     /// Records that the operation was enqueued on `stream` and is followed
-    /// there by `mark` (one mark serves every allocation it uses). Marks
-    /// it replaces go back to `shared`.
+    /// there by `mark` (one mark serves every range it uses). Marks it
+    /// replaces go back to `shared`.
     pub(crate) fn after<D: Device>(&mut self, shared: &Shared<D>, stream: StreamId, mark: &Mark) {
-        for (state, access) in &mut self.0 {
-            match access {
-                Access::Write => {
-                    for (_, old) in std::mem::take(&mut state.reads) {
-                        shared.recycle(old);
+        for (state, uses) in &mut self.0 {
+            for (range, access) in uses.iter() {
+                let entry = Use { stream, range: range.clone(), mark: mark.clone() };
+                match access {
+                    // Every use within a write's range is ordered before it
+                    // (the waits above), so the write stands for them.
+                    Access::Write => {
+                        State::remove(&mut state.reads, shared, |u| !covers(range, &u.range));
+                        State::remove(&mut state.writes, shared, |u| !covers(range, &u.range));
+                        state.writes.push(entry);
                     }
-                    if let Some((_, old)) = state.last_write.replace((stream, mark.clone())) {
-                        shared.recycle(old);
+                    // A later read on the same stream ends after an earlier one.
+                    Access::Read => {
+                        State::remove(&mut state.reads, shared, |u| u.stream != stream || !covers(range, &u.range));
+                        state.reads.push(entry);
                     }
                 }
-                Access::Read => match state.reads.iter_mut().find(|(s, _)| *s == stream) {
-                    // The later read on the same stream ends after the earlier one.
-                    Some((_, entry)) => shared.recycle(std::mem::replace(entry, mark.clone())),
-                    None => state.reads.push((stream, mark.clone())),
-                },
+            }
+            if state.writes.len() + state.reads.len() > PRUNE_ABOVE {
+                state.prune(shared);
             }
         }
     }
@@ -106,28 +163,31 @@ impl Tracker {
 
     /// Locks the trackers of one operation's views for the whole
     /// operation (waits, enqueue, record): one lock per allocation, however
-    /// many views of it the operation has (they count as one write if any
-    /// of them writes), taken in address order so that threads locking
-    /// overlapping sets cannot deadlock.
-    pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Access)>) -> Held<'a> {
-        let mut uses: SmallVec<[(&'a Tracker, Access); INLINE_ARGS]> = views.collect();
-        uses.sort_unstable_by_key(|(t, _)| std::ptr::from_ref(*t) as usize);
-        uses.dedup_by(|later, kept| {
-            let same = std::ptr::eq(later.0, kept.0);
-            if same && later.1 == Access::Write {
-                kept.1 = Access::Write;
+    /// many views of it the operation has, taken in address order so that
+    /// threads locking overlapping sets cannot deadlock.
+    pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
+        let mut uses: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_ARGS]> = views.collect();
+        uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
+        let mut held: SmallVec<[(MutexGuard<'a, State>, Uses); INLINE_ARGS]> = SmallVec::new();
+        let mut last: Option<&'a Tracker> = None;
+        for (tracker, range, access) in uses {
+            match held.last_mut() {
+                Some((_, list)) if last.is_some_and(|l| std::ptr::eq(l, tracker)) => list.push((range, access)),
+                _ => {
+                    held.push((tracker.lock(), SmallVec::from_iter([(range, access)])));
+                    last = Some(tracker);
+                }
             }
-            same
-        });
-        Held(uses.into_iter().map(|(t, access)| (t.lock(), access)).collect())
+        }
+        Held(held)
     }
 
     /// Blocks the host until every pending use has completed.
     pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
-        for (_, m) in state.last_write.iter().chain(&state.reads) {
+        for used in state.all() {
             // SAFETY: a live event of this device (type invariant).
-            unsafe { device.synchronize_event(m.id())? };
+            unsafe { device.synchronize_event(used.mark.id())? };
         }
         Ok(())
     }
@@ -135,9 +195,9 @@ impl Tracker {
     /// `true` when no pending use remains.
     pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
-        for (_, m) in state.last_write.iter().chain(&state.reads) {
+        for used in state.all() {
             // SAFETY: a live event of this device (type invariant).
-            if !unsafe { device.query_event(m.id())? } {
+            if !unsafe { device.query_event(used.mark.id())? } {
                 return Ok(false);
             }
         }
@@ -147,7 +207,7 @@ impl Tracker {
     /// Gives up the marks of every possibly pending use.
     pub(crate) fn into_marks(self) -> Vec<Mark> {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
-        state.last_write.into_iter().chain(state.reads).map(|(_, m)| m).collect()
+        state.writes.into_iter().chain(state.reads).map(|u| u.mark).collect()
     }
 }
 
@@ -160,17 +220,14 @@ mod tests {
     use super::{Access, Tracker};
 
     /// Guards the one-lock-per-operation rule: a launch that passes one
-    /// buffer twice (read and written) locks its tracker once, as a write;
+    /// buffer twice (read and written) locks its tracker once, with both uses;
     /// locking it twice would deadlock the thread on its own mutex.
     #[test]
-    fn one_allocation_twice_in_an_operation_is_held_once_as_a_write() {
+    fn one_allocation_twice_in_an_operation_is_locked_once() {
         let tracker = Tracker::default();
-        let held = Tracker::hold_all([(&tracker, Access::Read), (&tracker, Access::Write)].into_iter());
+        let held = Tracker::hold_all([(&tracker, 0..8, Access::Read), (&tracker, 0..8, Access::Write)].into_iter());
         assert_eq!(held.0.len(), 1);
-        assert_eq!(held.0[0].1, Access::Write);
-        drop(held);
-        let held = Tracker::hold_all([(&tracker, Access::Read), (&tracker, Access::Read)].into_iter());
-        assert_eq!(held.0[0].1, Access::Read, "two reads stay a read");
+        assert_eq!(held.0[0].1.len(), 2, "both uses are kept under the one lock");
     }
 
     /// Guards the lock order: two threads whose operations use the same two
@@ -184,10 +241,13 @@ mod tests {
             let (trackers, done) = (Arc::clone(&trackers), done.clone());
             std::thread::spawn(move || {
                 let (a, b) = (&trackers.0, &trackers.1);
-                let order =
-                    if flip { [(b, Access::Read), (a, Access::Read)] } else { [(a, Access::Read), (b, Access::Read)] };
+                let order = if flip {
+                    [(b, 0..4, Access::Read), (a, 0..4, Access::Read)]
+                } else {
+                    [(a, 0..4, Access::Read), (b, 0..4, Access::Read)]
+                };
                 for _ in 0..20_000 {
-                    let held = Tracker::hold_all(order.into_iter());
+                    let held = Tracker::hold_all(order.clone().into_iter());
                     std::hint::black_box(&held);
                 }
                 let _ = done.send(());

@@ -52,6 +52,7 @@ macro_rules! backend_tests {
             #[case::range_messages(bad_input::range_messages_read_as_written)]
             #[case::grid_beyond_limits(bad_input::grid_beyond_limits)]
             #[case::over_aligned_pinned(bad_input::over_aligned_pinned_types)]
+            #[case::disjoint_halves(semantics::disjoint_halves_are_not_serialised)]
             #[case::own_kernels(user_kernels::own_kernels_run_everywhere)]
             #[case::struct_arguments(user_kernels::struct_arguments_checked)]
             #[case::host_registrations(user_kernels::host_registrations_checked)]

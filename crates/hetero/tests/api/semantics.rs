@@ -520,3 +520,58 @@ pub fn threads_sharing_a_stream_wait_for_their_own_work(ctx: &Context) {
     });
     stream.synchronize().unwrap();
 }
+
+/// Disjoint halves of one buffer are tracked per range (defect: tracking
+/// per allocation serialised two streams writing different halves): with
+/// one stream held by a gate while it writes the lower half, another
+/// stream writes the upper half and completes; a write overlapping the
+/// lower half still waits for the gated one, and the final contents show
+/// the order.
+pub fn disjoint_halves_are_not_serialised(ctx: &Context) {
+    let (held, free) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let gate = ctx.user_event().unwrap();
+    let mut x = ctx.alloc::<u32>(1024).unwrap();
+    assert!(x.split_at_mut(1025).is_err(), "a split past the end is an error");
+    {
+        let (lower, upper) = x.split_at_mut(512).unwrap();
+        held.wait(&gate).unwrap();
+        held.fill(lower, 1u32).unwrap();
+        free.fill(upper, 2u32).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !free.query().unwrap() {
+        if std::time::Instant::now() > deadline {
+            gate.complete().unwrap();
+            panic!("the upper half waited for the gated lower half");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(!held.query().unwrap(), "the gated stream is still held");
+    // Overlaps the lower half: waits for the gated write.
+    free.fill(x.slice_mut(256..600).unwrap(), 3u32).unwrap();
+    assert!(!free.query().unwrap(), "an overlapping write waits for the gated one");
+    gate.complete().unwrap();
+    free.synchronize().unwrap();
+    held.synchronize().unwrap();
+    let got = free.download(&x).unwrap();
+    let want = |i: usize| match i {
+        0..256 => 1,
+        256..600 => 3,
+        _ => 2,
+    };
+    for (i, v) in got.iter().enumerate() {
+        assert_eq!(*v, want(i), "element {i}");
+    }
+    // Chunks are views of their own too.
+    let chunks = x.slice_mut(..).unwrap().chunks_mut(300).unwrap();
+    assert_eq!(chunks.iter().map(|c| c.len()).collect::<Vec<_>>(), [300, 300, 300, 124]);
+    for (k, chunk) in chunks.into_iter().enumerate() {
+        let stream = if k % 2 == 0 { &held } else { &free };
+        stream.fill(chunk, k as u32).unwrap();
+    }
+    held.synchronize().unwrap();
+    free.synchronize().unwrap();
+    let got = held.download(&x).unwrap();
+    assert!(got.iter().enumerate().all(|(i, &v)| v == (i / 300) as u32), "each chunk holds its index");
+    assert!(x.slice_mut(..).unwrap().chunks_mut(0).is_err(), "chunks of 0 elements are an error");
+}
