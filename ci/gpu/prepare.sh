@@ -19,6 +19,10 @@ cp target/release/bench "$out/bin/"
 cargo build --release --all-features -p hetero --example probe
 cp target/release/examples/probe "$out/bin/"
 
+# A crate's own kernels on every device (examples/custom-kernel).
+cargo build --release -p custom-kernel
+cp target/release/custom-kernel "$out/bin/"
+
 # Test binaries: the API semantics tests (the same bodies CI runs on host
 # and PoCL) and the sticky-fault test (its own process).
 for test in api sticky_fault dialect; do

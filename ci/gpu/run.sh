@@ -8,7 +8,8 @@
 # For each backend and size it runs `conform` and writes
 # $OUT/<backend>-<size>.json (with the vendor library's times from
 # ci/gpu/baseline.py, $OUT/baseline-<size>.json, where torch can use the
-# GPU); it also runs the API semantics tests and the
+# GPU); it also runs the API semantics and dialect tests, the custom-kernel
+# example (its output in $OUT/custom-kernel.txt), the stress test and the
 # sticky-fault test with the backends required. Everything printed goes to
 # $OUT/run.log too; a summary table is printed last.
 set -uo pipefail
@@ -73,6 +74,17 @@ for backend in ${backends//,/ }; do
     HETERO_REQUIRE="$backend" timeout 60 "$bin/test-api" --exact "$name" || api=1
   done
 done
+
+echo "== dialect test and the custom-kernel example (required: host,${backends})"
+HETERO_REQUIRE="host,${backends}" timeout 120 "$bin/test-dialect" --test-threads=1 || api=1
+# One line per device, each ending in `ok`; kept with the report.
+timeout 120 "$bin/custom-kernel" > "$out/custom-kernel.txt"
+custom=$?
+cat "$out/custom-kernel.txt"
+for backend in ${backends//,/ }; do
+  grep -q "^$backend (.*): ok\$" "$out/custom-kernel.txt" || custom=1
+done
+[ $custom -eq 0 ] || api=1
 
 echo "== stress test (required: ${backends})"
 timeout 120 "$bin/stress" --seconds 20 --backend "$backends"

@@ -238,7 +238,7 @@ impl LaunchConfig {
 }
 
 /// One kernel argument, in the order of the kernel's parameter list.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum KernelArg {
     /// A pointer to element 0 of `offset` bytes into a device allocation.
     Buffer {
@@ -294,18 +294,19 @@ impl KernelArg {
     }
 }
 
-/// The bytes of a struct argument, stored inline and 8-byte aligned so a
-/// launch allocates nothing: at most [`ArgBytes::MAX`] bytes, of a type
-/// aligned to at most 8.
-#[derive(Clone, Copy, PartialEq)]
+/// The bytes of a struct argument, 8-byte aligned, shared rather than
+/// copied (a launch's argument list stays small): at most
+/// [`ArgBytes::MAX`] bytes, of a type aligned to at most 8.
+#[derive(Clone, PartialEq)]
 pub struct ArgBytes {
-    words: [u64; ArgBytes::MAX / 8],
-    len: u8,
+    words: std::sync::Arc<[u64]>,
+    len: usize,
 }
 
 impl ArgBytes {
-    /// The largest struct passed by value, in bytes.
-    pub const MAX: usize = 64;
+    /// The largest struct passed by value, in bytes (OpenCL devices accept
+    /// at least 1024 bytes of parameters in all, CUDA and HIP 4 KiB).
+    pub const MAX: usize = 256;
 
     /// The bytes of `value`; `None` when `T` is larger than [`Self::MAX`]
     /// bytes or aligned to more than 8.
@@ -314,14 +315,14 @@ impl ArgBytes {
         if bytes.len() > Self::MAX || std::mem::align_of::<T>() > 8 {
             return None;
         }
-        let mut words = [0u64; Self::MAX / 8];
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-        Some(Self { words, len: bytes.len() as u8 })
+        Some(Self { words: words.into(), len: bytes.len() })
     }
 
     /// The stored bytes, starting at an 8-byte aligned address.
     pub fn as_bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice::<u64, u8>(&self.words)[..usize::from(self.len)]
+        &bytemuck::cast_slice::<u64, u8>(&self.words)[..self.len]
     }
 }
 

@@ -95,7 +95,7 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
     /// Two writable views, of elements `[0, mid)` and `[mid, len)`: their
     /// uses are tracked per range, so work on one never waits for work on
     /// the other (see [`SliceMut::split_at_mut`]).
-    pub fn split_at_mut(&mut self, mid: usize) -> Result<(SliceMut<'_, T, K, D>, SliceMut<'_, T, K, D>)> {
+    pub fn split_at_mut(&mut self, mid: usize) -> Result<Halves<'_, T, K, D>> {
         SliceMut::from(self).split_at_mut(mid)
     }
 
@@ -210,6 +210,9 @@ fn show_range(start: Bound<&usize>, end: Bound<&usize>) -> String {
     };
     format!("{start}..{end}")
 }
+
+/// The two writable views [`Buffer::split_at_mut`] returns.
+pub type Halves<'a, T, K, D> = (SliceMut<'a, T, K, D>, SliceMut<'a, T, K, D>);
 
 /// A read-only view of part of a buffer.
 #[derive(Debug)]

@@ -64,8 +64,8 @@ mod tracker;
 use std::sync::Arc;
 
 pub use buffer::{
-    Buffer, DeviceBuffer, DeviceSlice, DeviceSliceMut, OnDevice, Pinned, PinnedBuffer, PinnedSlice, PinnedSliceMut,
-    Slice, SliceMut,
+    Buffer, DeviceBuffer, DeviceSlice, DeviceSliceMut, Halves, OnDevice, Pinned, PinnedBuffer, PinnedSlice,
+    PinnedSliceMut, Slice, SliceMut,
 };
 pub use context::Context;
 pub use event::{Event, UserEvent, Waitable};

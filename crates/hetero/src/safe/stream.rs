@@ -91,7 +91,7 @@ pub enum Arg<'a, D: Device = AnyDevice> {
 
 /// A struct passed by value: its bytes, or why it cannot be passed.
 #[doc(hidden)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct StructArg {
     pub(crate) bytes: Option<ArgBytes>,
     pub(crate) rust: &'static str,
@@ -418,9 +418,9 @@ impl<D: Device> Stream<D> {
             .iter()
             .map(|a| match a {
                 Arg::Buffer(v) => Ok(KernelArg::Buffer { alloc: v.alloc, offset: v.offset }),
-                Arg::Scalar(s) => Ok(*s),
+                Arg::Scalar(s) => Ok(s.clone()),
                 // `check_args` refused structs without bytes already.
-                Arg::Struct(s) => s.bytes.map(KernelArg::Bytes).ok_or(()),
+                Arg::Struct(s) => s.bytes.clone().map(KernelArg::Bytes).ok_or(()),
             })
             .collect::<std::result::Result<_, ()>>()
             .map_err(|()| {

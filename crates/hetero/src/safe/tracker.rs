@@ -14,9 +14,11 @@
 //! Uses of disjoint ranges (the halves of [`super::SliceMut::split_at_mut`])
 //! never wait for each other. After the operation one event is recorded on
 //! `s` (a [`Mark`], shared by every range the operation uses) and stored;
-//! it replaces the entries it covers (a write: every entry within `r`; a
-//! read: the reads of `s` within `r`), and entries partly covered stay, so
-//! later uses still wait for them. Handing pinned memory to the host first
+//! a write replaces the entries within `r`, and each stream keeps one
+//! write and one read entry, whose range grows to the hull of its uses
+//! (the later mark on one stream stands for the earlier ones), so the
+//! entries stay few. Entries partly covered stay, so later uses still wait
+//! for them. Handing pinned memory to the host first
 //! synchronises every stored event; freeing the allocation is deferred
 //! until they have all completed ([`super::shared::Shared::retire`]), so no
 //! queued work can touch freed or host-borrowed memory, and no drop blocks.
@@ -44,7 +46,7 @@ struct Use {
     mark: Mark,
 }
 
-/// Entries past which completed ones are pruned (many distinct ranges).
+/// Entries past which completed ones are pruned (uses from many streams).
 const PRUNE_ABOVE: usize = 32;
 
 #[derive(Default)]
@@ -133,20 +135,26 @@ impl Held<'_> {
     pub(crate) fn after<D: Device>(&mut self, shared: &Shared<D>, stream: StreamId, mark: &Mark) {
         for (state, uses) in &mut self.0 {
             for (range, access) in uses.iter() {
-                let entry = Use { stream, range: range.clone(), mark: mark.clone() };
-                match access {
+                let list = match access {
                     // Every use within a write's range is ordered before it
                     // (the waits above), so the write stands for them.
                     Access::Write => {
                         State::remove(&mut state.reads, shared, |u| !covers(range, &u.range));
                         State::remove(&mut state.writes, shared, |u| !covers(range, &u.range));
-                        state.writes.push(entry);
+                        &mut state.writes
                     }
-                    // A later read on the same stream ends after an earlier one.
-                    Access::Read => {
-                        State::remove(&mut state.reads, shared, |u| u.stream != stream || !covers(range, &u.range));
-                        state.reads.push(entry);
+                    Access::Read => &mut state.reads,
+                };
+                // One entry per stream and kind: a later use on the same
+                // stream completes after the earlier one, so its mark with
+                // the union's hull stands for both (waiters may wait a
+                // little more than they must, never less).
+                match list.iter_mut().find(|u| u.stream == stream) {
+                    Some(entry) => {
+                        entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
+                        shared.recycle(std::mem::replace(&mut entry.mark, mark.clone()));
                     }
+                    None => list.push(Use { stream, range: range.clone(), mark: mark.clone() }),
                 }
             }
             if state.writes.len() + state.reads.len() > PRUNE_ABOVE {

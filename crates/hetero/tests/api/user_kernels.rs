@@ -204,8 +204,8 @@ pub fn struct_arguments_checked(ctx: &Context) {
     for word in ["wide", "parameter 6 (`p`)", "`Params` of 16 bytes", "8 bytes"] {
         assert!(short.message.contains(word), "`{word}` missing from: {short}");
     }
-    let huge = launch(hetero::Arg::value(&[0u64; 9]));
-    assert!(huge.message.contains("cannot be passed by value") && huge.message.contains("72 bytes"), "{huge}");
+    let huge = launch(hetero::Arg::value(&[0u64; 64]));
+    assert!(huge.message.contains("cannot be passed by value") && huge.message.contains("512 bytes"), "{huge}");
     let scalar = launch(7u32.into());
     assert!(scalar.message.contains("Params") && scalar.message.contains("uint"), "{scalar}");
     stream.synchronize().unwrap();

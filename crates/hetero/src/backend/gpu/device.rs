@@ -478,13 +478,13 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let mut values = args
             .iter()
             .map(|arg| {
-                Ok(match *arg {
-                    KernelArg::Buffer { alloc, offset } => {
+                Ok(match arg {
+                    &KernelArg::Buffer { alloc, offset } => {
                         let mem = self.allocs.get("launch", alloc.0)?;
                         check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
                         Value::Ptr(mem.device_ptr("launch", offset)?)
                     }
-                    scalar => Value::Scalar(scalar),
+                    scalar => Value::Scalar(scalar.clone()),
                 })
             })
             .collect::<Result<SmallVec<[Value<R::Ptr>; INLINE_ARGS]>>>()?;

@@ -20,7 +20,8 @@ use crate::device::{
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
 
-type KernelEntry = (String, HostKernel);
+/// A kernel handle's implementation, shared with the launches that run it.
+type KernelEntry = Arc<HostKernel>;
 
 /// The CPU as a device. Cheap to create; each instance has its own handles.
 pub struct HostDevice {
@@ -339,7 +340,7 @@ impl Device for HostDevice {
                 format!("no kernel `{name}` in the module; it has: {}", known.join(", ")),
             ));
         };
-        Ok(KernelId(self.kernels.insert((name.to_string(), function))))
+        Ok(KernelId(self.kernels.insert(function)))
     }
 
     unsafe fn launch(
@@ -351,18 +352,18 @@ impl Device for HostDevice {
     ) -> Result<()> {
         config.validate(&self.info, "launch")?;
         let entry = self.kernels.get("launch", kernel.0)?;
-        let (name, kernel) = (entry.0.clone(), entry.1.clone());
+        let kernel = Arc::clone(&entry);
         let values = args
             .iter()
             .map(|arg| {
-                Ok(match *arg {
-                    KernelArg::Buffer { alloc, offset } => {
+                Ok(match arg {
+                    &KernelArg::Buffer { alloc, offset } => {
                         let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
                         // SAFETY: offset <= size (checked by device_range), so the pointer stays in the block.
                         let ptr = unsafe { mem.ptr().as_ptr().add(offset) };
                         Value::Buffer { ptr, len: mem.size() - offset, owner: mem }
                     }
-                    scalar => Value::Scalar(scalar),
+                    scalar => Value::Scalar(scalar.clone()),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -389,7 +390,7 @@ impl Device for HostDevice {
                         (kernel.function)(&block, &args)
                     })
                     .map_err(|fault| {
-                        error("launch", ErrorKind::KernelFault, format!("kernel `{name}` faulted: {fault}"))
+                        error("launch", ErrorKind::KernelFault, format!("kernel `{}` faulted: {fault}", kernel.name))
                     })
             }),
         )

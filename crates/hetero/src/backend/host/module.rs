@@ -9,6 +9,7 @@
 //! that only shares a built-in's name is never silently replaced by it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::error::error;
 use super::kernels::{self, HostKernel};
@@ -17,7 +18,7 @@ use crate::signature;
 
 /// The resolved kernels of one source.
 pub(super) struct HostModule {
-    pub(super) kernels: HashMap<String, HostKernel>,
+    pub(super) kernels: HashMap<String, Arc<HostKernel>>,
 }
 
 impl HostModule {
@@ -60,7 +61,7 @@ impl HostModule {
             match outcome {
                 Ok((kernel, what)) => {
                     log.push_str(&format!("  {name}: ok ({what})\n"));
-                    resolved.insert(name, kernel);
+                    resolved.insert(name, Arc::new(kernel));
                 }
                 Err(why) => {
                     failed = true;
