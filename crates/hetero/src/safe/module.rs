@@ -97,12 +97,14 @@ impl<D: Device> Kernel<D> {
         }
         let info = self.device.info();
         for (index, arg) in args.iter().enumerate() {
-            let elem = match arg {
-                Arg::Buffer(view) => (view.elem)(),
-                Arg::Scalar(scalar) => scalar.c_type(),
-                Arg::Struct(_) => None,
-            };
-            if elem == Some("double") && !info.fp64 {
+            // Element types are computed only on devices without `double`.
+            if !info.fp64
+                && match arg {
+                    Arg::Buffer(view) => (view.elem)(),
+                    Arg::Scalar(scalar) => scalar.c_type(),
+                    Arg::Struct(_) => None,
+                } == Some("double")
+            {
                 return refuse(format!(
                     "kernel `{}` argument {} is a double (f64), but {} does not support double precision",
                     self.name,
