@@ -296,7 +296,11 @@ impl KernelArg {
 
 /// The bytes of a struct argument, 8-byte aligned, shared rather than
 /// copied (a launch's argument list stays small): at most
-/// [`ArgBytes::MAX`] bytes, of a type aligned to at most 8.
+/// [`ArgBytes::MAX`] bytes, of a type aligned to at most 8. The storage is
+/// always [`ArgBytes::MAX`] bytes, zero after the value, so a runtime that
+/// reads a parameter of the kernel's declared size never reads past it,
+/// even when a caller of the raw trait passes a struct smaller than the
+/// parameter.
 #[derive(Clone, PartialEq)]
 pub struct ArgBytes {
     words: std::sync::Arc<[u64]>,
@@ -315,7 +319,7 @@ impl ArgBytes {
         if bytes.len() > Self::MAX || std::mem::align_of::<T>() > 8 {
             return None;
         }
-        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        let mut words = vec![0u64; Self::MAX / 8];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
         Some(Self { words: words.into(), len: bytes.len() })
     }

@@ -137,7 +137,14 @@ impl<D: Device> Kernel<D> {
                         None => continue,
                     }
                 }
-                Arg::Scalar(KernelArg::Bytes(_)) => continue,
+                // Its Rust type is unknown, so its layout cannot be checked.
+                Arg::Scalar(KernelArg::Bytes(_)) => {
+                    return refuse(format!(
+                        "kernel `{}` argument {} is raw struct bytes; pass the struct with `Arg::value`, which the launch checks",
+                        self.name,
+                        index + 1
+                    ));
+                }
                 Arg::Scalar(scalar) => match scalar.c_type() {
                     Some(ty) => Given::Scalar(ty),
                     // A raw buffer handle would reach the kernel untracked.

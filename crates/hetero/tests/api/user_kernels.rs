@@ -206,6 +206,9 @@ pub fn struct_arguments_checked(ctx: &Context) {
     }
     let huge = launch(hetero::Arg::value(&[0u64; 64]));
     assert!(huge.message.contains("cannot be passed by value") && huge.message.contains("512 bytes"), "{huge}");
+    let params = Params { scale: 1.0, offset: 0, big: 0 };
+    let raw = launch(hetero::Arg::Scalar(hetero::KernelArg::Bytes(hetero::ArgBytes::of(&params).unwrap())));
+    assert!(raw.message.contains("raw struct bytes"), "{raw}");
     let scalar = launch(7u32.into());
     assert!(scalar.message.contains("Params") && scalar.message.contains("uint"), "{scalar}");
     stream.synchronize().unwrap();
