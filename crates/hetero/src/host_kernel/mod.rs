@@ -214,18 +214,20 @@ impl HostKernel {
             ));
         }
         for (i, (p, d)) in params.iter().zip(self.params.iter()).enumerate() {
-            let source = p.describe();
-            let fits = match (p.pointer, d.kind) {
-                (None, Kind::Scalar) => d.c_type.is_none_or(|c| c == p.ty) && (d.c_type.is_some() || !p.is_c_scalar()),
-                (Some(false), Kind::Slice) | (Some(true), Kind::SliceMut) => {
-                    d.c_type.is_none_or(|c| c == p.ty) && (d.c_type.is_some() || !p.is_c_scalar())
-                }
-                _ => false,
+            let kind_fits = matches!(
+                (p.pointer, d.kind),
+                (None, Kind::Scalar) | (Some(false), Kind::Slice) | (Some(true), Kind::SliceMut)
+            );
+            // A C scalar type matches by name; a user type matches any other user type.
+            let type_fits = match d.c_type {
+                Some(c) => c == p.ty,
+                None => !p.is_c_scalar(),
             };
-            if !fits {
+            if !(kind_fits && type_fits) {
                 return Some(format!(
-                    "{}: the source declares {source} but the host implementation declares {}",
+                    "{}: the source declares {} but the host implementation declares {}",
                     at(i, p),
+                    p.describe(),
                     d.describe()
                 ));
             }

@@ -1,6 +1,5 @@
 //! [`Context`]: the entry to the typed layer for one device.
 
-use crate::host_kernel::HostKernel;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -14,6 +13,7 @@ use super::stream::Stream;
 use crate::AnyDevice;
 use crate::device::{Device, DeviceInfo, StreamFlags};
 use crate::error::{Error, ErrorKind, Result};
+use crate::host_kernel::HostKernel;
 
 /// One device, shared by every stream, buffer and event made from it.
 /// Cloning is cheap; objects from two contexts never mix (they fail with

@@ -469,38 +469,34 @@ impl<R: Runtime> Device for GpuDevice<R> {
             u64::from(kernel.max_threads),
             kernel.static_shared as u64,
         )?;
-        /// One argument's value, kept at a stable address for the launch.
-        enum Value<P> {
-            Ptr(P),
-            Scalar(KernelArg),
-        }
-        // Launches of up to `INLINE_ARGS` arguments allocate nothing.
-        let mut values = args
+        // Device pointers of the buffer arguments, at stable addresses for
+        // the launch. Launches of up to `INLINE_ARGS` arguments allocate nothing.
+        let mut pointers = args
             .iter()
-            .map(|arg| {
-                Ok(match arg {
-                    &KernelArg::Buffer { alloc, offset } => {
-                        let mem = self.allocs.get("launch", alloc.0)?;
-                        check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
-                        Value::Ptr(mem.device_ptr("launch", offset)?)
-                    }
-                    scalar => Value::Scalar(scalar.clone()),
-                })
+            .map(|arg| match *arg {
+                KernelArg::Buffer { alloc, offset } => {
+                    let mem = self.allocs.get("launch", alloc.0)?;
+                    check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
+                    Ok(Some(mem.device_ptr("launch", offset)?))
+                }
+                _ => Ok(None),
             })
-            .collect::<Result<SmallVec<[Value<R::Ptr>; INLINE_ARGS]>>>()?;
+            .collect::<Result<SmallVec<[Option<R::Ptr>; INLINE_ARGS]>>>()?;
         // The runtime reads each parameter's bytes through its pointer, with
-        // the size the kernel declares; a scalar's bytes start at an address
-        // aligned for its type (struct bytes are 8-byte aligned).
-        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = values
+        // the size the kernel declares (it only reads them): a buffer's
+        // device pointer, or a scalar's bytes in `args`, at an address aligned
+        // for its type (struct bytes are 8-byte aligned).
+        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = pointers
             .iter_mut()
-            .map(|v| match v {
-                Value::Ptr(p) => (p as *mut R::Ptr).cast(),
-                Value::Scalar(arg) => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr() as *mut c_void),
+            .zip(args)
+            .map(|(pointer, arg)| match pointer {
+                Some(p) => (p as *mut R::Ptr).cast(),
+                None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
             })
             .collect();
         let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
-        // SAFETY: params point into `values`, alive for the call (the runtime
-        // copies them at launch); sizes are validated; the caller guarantees
+        // SAFETY: params point into `pointers` and `args`, alive for the call (the runtime
+        // reads and copies them at launch, never writes); sizes are validated; the caller guarantees
         // the kernel's parameter types and memory accesses.
         self.check(unsafe {
             self.runtime.launch(kernel.function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
