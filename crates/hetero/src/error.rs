@@ -41,6 +41,9 @@ pub enum ErrorKind {
     KernelFault,
     /// Any other failure reported by a driver or runtime.
     Driver,
+    /// An option or environment variable has a value hetero does not
+    /// understand; the message names it and the values it takes.
+    Config,
 }
 
 /// An error from hetero or from a backend's driver.

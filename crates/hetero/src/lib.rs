@@ -63,7 +63,8 @@ pub use error::{Error, ErrorKind, Result};
 /// feature in the user's crate).
 pub use bytemuck::{Pod, Zeroable};
 pub use safe::{
-    Arg, Buffer, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Event, Kernel, Module, PinnedBuffer, PinnedSlice,
+    ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, Arg, Buffer, Completion, Context, DeviceBuffer,
+    DeviceSlice, DeviceSliceMut, Event, Kernel, KindStats, MemoryKind, Module, PinnedBuffer, PinnedSlice,
     PinnedSliceMut, Slice, SliceMut, Stream, UserEvent,
 };
 

@@ -8,7 +8,7 @@
 
 use crate::any::{AnyDevice, discover};
 use crate::device::Backend;
-use crate::safe::Context;
+use crate::safe::{AllocatorOptions, Context};
 
 /// Environment variable naming the backends a test run must have.
 pub const REQUIRE_VAR: &str = "HETERO_REQUIRE";
@@ -46,9 +46,23 @@ pub fn context_or_skip(backend: Backend) -> Result<Option<Context<AnyDevice>>, S
 
 /// The first device of `backend`; `Err` when it is required but missing.
 pub fn context(backend: Backend) -> Result<Availability, String> {
+    context_with(backend, None)
+}
+
+/// As [`context`], with these allocator options instead of the default
+/// and [`crate::ALLOCATOR_ENV`].
+pub fn context_with_allocator(backend: Backend, options: AllocatorOptions) -> Result<Availability, String> {
+    context_with(backend, Some(options))
+}
+
+fn context_with(backend: Backend, options: Option<AllocatorOptions>) -> Result<Availability, String> {
     let mut found = discover(backend);
     if !found.devices.is_empty() {
-        return Ok(Availability::Ready(Context::new(found.devices.remove(0))));
+        let device = found.devices.remove(0);
+        return Ok(Availability::Ready(match options {
+            Some(o) => Context::with_allocator(device, o),
+            None => Context::new(device),
+        }));
     }
     let reason = found.unavailable.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
     if required_backends()?.contains(&backend) {

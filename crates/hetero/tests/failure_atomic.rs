@@ -6,7 +6,7 @@
 
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hetero::backend::host::HostDevice;
@@ -15,12 +15,15 @@ use hetero::{
     LaunchConfig, ModuleId, Result, StreamFlags, StreamId,
 };
 
-/// The host device, whose `record_event` fails while `fail_records` is set
-/// and which reports `info` (the host's, or one changed by a test).
+/// The host device, whose `record_event` fails while `fail_records` is set,
+/// which reports `info` (the host's, or one changed by a test) and which
+/// refuses device allocations beyond `budget` live bytes.
 struct FlakyRecords {
     inner: HostDevice,
     info: DeviceInfo,
     fail_records: Arc<AtomicBool>,
+    budget: usize,
+    live: AtomicUsize,
 }
 
 impl Device for FlakyRecords {
@@ -80,7 +83,12 @@ impl Device for FlakyRecords {
         unsafe { self.inner.stream_wait_event(stream, event) }
     }
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
-        self.inner.alloc_device(bytes)
+        if self.live.load(Ordering::SeqCst) + bytes > self.budget {
+            return Err(Error::new(Backend::Host, "alloc_device", ErrorKind::OutOfMemory, "over the test's budget"));
+        }
+        let alloc = self.inner.alloc_device(bytes)?;
+        self.live.fetch_add(bytes, Ordering::SeqCst);
+        Ok(alloc)
     }
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
         self.inner.alloc_pinned(bytes)
@@ -95,7 +103,13 @@ impl Device for FlakyRecords {
     }
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         // SAFETY: forwarded under the caller's contract.
-        unsafe { self.inner.free(alloc) }
+        let (size, pinned) = unsafe { (self.inner.alloc_size(alloc)?, self.inner.pinned_ptr(alloc).is_ok()) };
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.free(alloc) }?;
+        if !pinned {
+            self.live.fetch_sub(size, Ordering::SeqCst);
+        }
+        Ok(())
     }
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
         // SAFETY: forwarded under the caller's contract.
@@ -132,11 +146,40 @@ impl Device for FlakyRecords {
     }
 }
 
+fn wrap(inner: HostDevice, info: DeviceInfo, fail_records: Arc<AtomicBool>, budget: usize) -> FlakyRecords {
+    FlakyRecords { inner, info, fail_records, budget, live: AtomicUsize::new(0) }
+}
+
 fn flaky() -> (Context<FlakyRecords>, Arc<AtomicBool>) {
     let fail_records = Arc::new(AtomicBool::new(false));
     let inner = HostDevice::new();
-    let device = FlakyRecords { info: inner.info().clone(), inner, fail_records: Arc::clone(&fail_records) };
+    let info = inner.info().clone();
+    let device = wrap(inner, info, Arc::clone(&fail_records), usize::MAX);
     (Context::new(device), fail_records)
+}
+
+/// Out of memory with a full cache frees the cache and retries once: a
+/// request the driver refuses only because cached blocks hold the budget
+/// succeeds, and the cache is empty afterwards.
+#[test]
+fn out_of_memory_trims_the_cache_and_retries() {
+    let inner = HostDevice::new();
+    let info = inner.info().clone();
+    let ctx = Context::with_allocator(
+        wrap(inner, info, Arc::new(AtomicBool::new(false)), 1 << 20),
+        hetero::AllocatorOptions::caching(),
+    );
+    // Fill the budget with cached blocks of one size class…
+    let blocks: Vec<_> = (0..4).map(|_| ctx.alloc::<u8>(256 << 10).unwrap()).collect();
+    drop(blocks);
+    assert_eq!(ctx.allocator_stats().device.bytes_cached, 1 << 20);
+    // …then ask for another class, which only fits once they are freed.
+    let big = ctx.alloc::<u8>(512 << 10).unwrap();
+    let stats = ctx.allocator_stats().device;
+    assert_eq!((stats.bytes_cached, stats.bytes_in_use), (0, 512 << 10), "{stats:?}");
+    // A request beyond the budget still fails, with the driver's error.
+    assert_eq!(ctx.alloc::<u8>(1 << 20).unwrap_err().kind, ErrorKind::OutOfMemory);
+    drop(big);
 }
 
 /// A `double` argument, or a buffer of them, is refused on a device that
@@ -146,7 +189,7 @@ fn double_is_refused_on_a_device_without_fp64() {
     let inner = HostDevice::new();
     let mut info = inner.info().clone();
     info.fp64 = false;
-    let ctx = Context::new(FlakyRecords { inner, info, fail_records: Arc::new(AtomicBool::new(false)) });
+    let ctx = Context::new(wrap(inner, info, Arc::new(AtomicBool::new(false)), usize::MAX));
     let source = "KERNEL void scale_f64(GLOBAL double* y, double a, uint n) { }";
     let host = hetero::host_kernel::HostKernel::new("scale_f64", |_, _| Ok(()))
         .slice_mut::<f64>()

@@ -90,3 +90,36 @@ fn fault_travels_through_event_waits() {
     assert_eq!(b.synchronize().unwrap_err().kind, ErrorKind::KernelFault, "the waiting stream's failure is sticky");
     assert_eq!(done.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
 }
+
+/// Awaiting work that faulted returns the fault: a stream's future and a
+/// callback both get the kernel's error, and a future of the other stream
+/// that waited on it fails too.
+#[test]
+fn awaiting_faulted_work_returns_the_fault() {
+    let ctx = Context::new(HostDevice::new());
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let (a, b) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let mut x = ctx.alloc::<u32>(16).unwrap();
+    {
+        let xs = x.slice_mut(..).unwrap();
+        // SAFETY: deliberately breaks the contract (n = 32 > 16 elements); the
+        // host backend bounds-checks every access, so this is a fault, not UB.
+        unsafe {
+            a.launch(&kernel, LaunchConfig::linear(1, 32, 0), &[(&xs).into(), 32u32.into(), 1u32.into(), 1u32.into()])
+        }
+        .unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    a.then(move |r| {
+        let _ = tx.send(r.map_err(|e| e.kind));
+    })
+    .unwrap();
+    let err = futures::executor::block_on(a.synchronize_async()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
+    assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap(), Err(ErrorKind::KernelFault));
+    let done = ctx.event().unwrap();
+    a.record(&done).unwrap();
+    assert_eq!(futures::executor::block_on(done.wait_async()).unwrap_err().kind, ErrorKind::KernelFault);
+    b.wait(&done).unwrap();
+    assert_eq!(futures::executor::block_on(b.synchronize_async()).unwrap_err().kind, ErrorKind::KernelFault);
+}

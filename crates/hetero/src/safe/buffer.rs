@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
+use super::alloc::{Block, MemoryKind, Taken};
 use super::shared::Shared;
 use super::tracker::{Access, Tracker};
 use crate::AnyDevice;
-use crate::device::{AllocId, Device, DeviceRange};
+use crate::device::{AllocId, Device, DeviceRange, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Marker: memory on the device.
@@ -37,6 +38,11 @@ pub struct Buffer<T, K, D: Device = AnyDevice> {
     /// made (it stays valid until the free); `None` for device memory.
     host: Option<HostAddr>,
     len: usize,
+    /// Which memory, and the bytes held from the allocator (a whole block).
+    kind: MemoryKind,
+    held: usize,
+    /// The allocation goes back to the cache when dropped.
+    cached: bool,
     _marker: PhantomData<(fn() -> T, K)>,
 }
 
@@ -44,7 +50,7 @@ pub struct Buffer<T, K, D: Device = AnyDevice> {
 /// copy need not look it up. Only an address: whoever dereferences it
 /// answers for the access, as with [`Device::pinned_ptr`].
 #[derive(Clone, Copy)]
-pub(crate) struct HostAddr(NonNull<u8>);
+pub(crate) struct HostAddr(pub(crate) NonNull<u8>);
 
 // SAFETY: an address is plain data; every access through it is ordered by
 // the owning buffer's tracker and borrows, whichever thread makes it.
@@ -64,10 +70,21 @@ impl<T, K, D: Device> std::fmt::Debug for Buffer<T, K, D> {
 }
 
 impl<T: Pod, K, D: Device> Buffer<T, K, D> {
-    /// Wraps a fresh allocation; `alloc` must hold `len * size_of::<T>()`
-    /// bytes (aligned for `T` when pinned) and be owned by the new buffer.
-    pub(crate) fn from_alloc(device: Arc<Shared<D>>, alloc: AllocId, len: usize) -> Self {
-        Self { device, alloc, tracker: Tracker::default(), host: None, len, _marker: PhantomData }
+    /// Wraps what the allocator gave; it must hold `len * size_of::<T>()`
+    /// bytes (aligned for `T` when pinned) and be owned by the new buffer,
+    /// which inherits the marks of its pending uses.
+    pub(crate) fn from_taken(device: Arc<Shared<D>>, taken: Taken, kind: MemoryKind, len: usize) -> Self {
+        Self {
+            device,
+            alloc: taken.alloc,
+            tracker: Tracker::inheriting(taken.inherited),
+            host: taken.host,
+            len,
+            kind,
+            held: taken.bytes,
+            cached: taken.cached,
+            _marker: PhantomData,
+        }
     }
 
     /// Number of elements.
@@ -132,11 +149,33 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
 }
 
 impl<T: Pod, D: Device> DeviceBuffer<T, D> {
-    /// Device memory for `len` elements, contents unspecified.
-    pub(crate) fn alloc(device: &Arc<Shared<D>>, len: usize) -> Result<Self> {
-        device.reap();
-        let alloc = device.alloc_device(byte_len::<T, D>(device, len, "alloc_device")?)?;
-        Ok(Self::from_alloc(Arc::clone(device), alloc, len))
+    /// Device memory for `len` elements, contents unspecified, from the
+    /// allocator (reusing blocks whose pending uses are all on `stream`,
+    /// when given).
+    pub(crate) fn alloc(device: &Arc<Shared<D>>, len: usize, stream: Option<StreamId>) -> Result<Self> {
+        let bytes = byte_len::<T, D>(device, len, "alloc_device")?;
+        let taken = device.take(MemoryKind::Device, bytes, stream)?;
+        Ok(Self::from_taken(Arc::clone(device), taken, MemoryKind::Device, len))
+    }
+
+    /// A writable view of the whole allocation, also past the last
+    /// element (the allocator's debug fill covers the whole block).
+    pub(crate) fn block_view(&mut self, bytes: usize) -> View<'_, D> {
+        View {
+            device: &self.device,
+            alloc: self.alloc,
+            tracker: &self.tracker,
+            host: None,
+            elem: crate::signature::c_name::<T>,
+            offset: 0,
+            len: bytes.min(self.held),
+            access: Access::Write,
+        }
+    }
+
+    /// Bytes the allocation holds (at least the elements').
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.held
     }
 }
 
@@ -189,10 +228,11 @@ impl<T: Pod, D: Device> PinnedBuffer<T, D> {
 impl<T, K, D: Device> Drop for Buffer<T, K, D> {
     fn drop(&mut self) {
         let pending = std::mem::take(&mut self.tracker).into_marks();
+        let block = Block { alloc: self.alloc, bytes: self.held, host: self.host, pending };
         // SAFETY: the buffer owns the allocation and gives it up here;
         // `pending` holds a mark after every queued use; no slice or host
         // borrow outlives `self`.
-        unsafe { self.device.retire(self.alloc, pending) };
+        unsafe { self.device.give_back(self.kind, block, self.cached) };
     }
 }
 

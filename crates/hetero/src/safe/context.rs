@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 
 use bytemuck::Pod;
 
+use super::alloc::{AllocatorOptions, AllocatorStats, MemoryKind};
 use super::buffer::{DeviceBuffer, PinnedBuffer, byte_len};
 use super::event::{Event, UserEvent};
 use super::module::Module;
@@ -35,9 +36,34 @@ impl<D: Device> std::fmt::Debug for Context<D> {
 }
 
 impl<D: Device> Context<D> {
-    /// Takes ownership of a device.
+    /// Takes ownership of a device, with the allocator that
+    /// [`crate::ALLOCATOR_ENV`] chooses (caching by default: see
+    /// [`AllocatorOptions`]). A value of the variable that is not
+    /// understood makes every allocation fail with [`ErrorKind::Config`],
+    /// naming it.
     pub fn new(device: D) -> Self {
-        Self { device: Arc::new(Shared::new(device)) }
+        let options = AllocatorOptions::from_env(device.info().backend);
+        Self { device: Arc::new(Shared::new(device, options)) }
+    }
+
+    /// Takes ownership of a device, with exactly these allocator options
+    /// ([`crate::ALLOCATOR_ENV`] is not read).
+    pub fn with_allocator(device: D, options: AllocatorOptions) -> Self {
+        Self { device: Arc::new(Shared::new(device, Ok(options))) }
+    }
+
+    /// What the allocator did so far, per memory kind.
+    pub fn allocator_stats(&self) -> AllocatorStats {
+        self.device.cache().stats()
+    }
+
+    /// Returns every cached block to the driver: idle ones now, the others
+    /// once the work still using them completes.
+    pub fn trim(&self) {
+        for kind in [MemoryKind::Device, MemoryKind::Pinned] {
+            self.device.cache().trim(&self.device, kind);
+        }
+        self.device.reap();
     }
 
     /// The device's description and limits.
@@ -53,7 +79,8 @@ impl<D: Device> Context<D> {
     }
 
     /// Allocations whose buffers were dropped while queued work still used
-    /// them; each is freed once that work completes (checked on later
+    /// them and that nobody may reuse yet: each is freed, or becomes
+    /// reusable in the cache, once that work completes (checked on later
     /// allocations, buffer drops and stream synchronisations).
     pub fn deferred_frees(&self) -> usize {
         self.device.reap();
@@ -89,9 +116,17 @@ impl<D: Device> Context<D> {
     }
 
     /// Uninitialised-by-contract device memory for `len` elements (its
-    /// contents are backend-defined until written).
+    /// contents are unspecified until written, or the allocator's debug
+    /// fill pattern). A cached block is reused only once no queued work
+    /// uses it; [`Stream::alloc`] may also reuse blocks still used on its
+    /// stream.
     pub fn alloc<T: Pod>(&self, len: usize) -> Result<DeviceBuffer<T, D>> {
-        DeviceBuffer::alloc(&self.device, len)
+        let mut buf = DeviceBuffer::alloc(&self.device, len, None)?;
+        if let Some(pattern) = self.device.cache().fill {
+            // Enqueued on a stream of its own and tracked like any write.
+            self.untimed_stream()?.fill_block(&mut buf, pattern)?;
+        }
+        Ok(buf)
     }
 
     /// Zeroed pinned host memory for `len` elements. Refused with
@@ -99,12 +134,21 @@ impl<D: Device> Context<D> {
     /// aligned for `T` (every backend aligns to at least
     /// [`crate::PINNED_ALIGN`] bytes).
     pub fn alloc_pinned<T: Pod>(&self, len: usize) -> Result<PinnedBuffer<T, D>> {
-        self.device.reap();
-        let alloc = self.device.alloc_pinned(byte_len::<T, D>(&self.device, len, "alloc_pinned")?)?;
-        // Own the allocation first, so that an error below frees it.
-        let mut buf = PinnedBuffer::from_alloc(Arc::clone(&self.device), alloc, len);
-        // SAFETY: the allocation is owned by `buf`; only its address is read.
-        let ptr = unsafe { self.device.pinned_ptr(alloc) }?;
+        let bytes = byte_len::<T, D>(&self.device, len, "alloc_pinned")?;
+        let taken = self.device.take(MemoryKind::Pinned, bytes, None)?;
+        let (alloc, reused, fresh) = (taken.alloc, taken.host, taken.fresh);
+        // Own the allocation first, so that an error below gives it back.
+        let mut buf = PinnedBuffer::from_taken(Arc::clone(&self.device), taken, MemoryKind::Pinned, len);
+        let ptr = match reused {
+            Some(addr) => addr.0,
+            // SAFETY: the allocation is owned by `buf`; only its address is read.
+            None => unsafe { self.device.pinned_ptr(alloc) }?,
+        };
+        if !fresh {
+            // SAFETY: a reused pinned block is idle (the cache hands out
+            // no other) and owned by `buf`; it holds at least `bytes`.
+            unsafe { ptr.as_ptr().write_bytes(0, bytes) };
+        }
         let align = std::mem::align_of::<T>();
         if !(ptr.as_ptr() as usize).is_multiple_of(align) {
             return Err(Error::new(

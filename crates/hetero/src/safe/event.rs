@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::completion::Completion;
 use super::same_device;
 use super::shared::Shared;
 use crate::AnyDevice;
@@ -29,6 +30,15 @@ impl<D: Device> Event<D> {
     pub fn query(&self) -> Result<bool> {
         // SAFETY: the event is owned by self.
         unsafe { self.device.query_event(self.id) }
+    }
+
+    /// A future that resolves once the latest recording is reached (at
+    /// once for an event never recorded), with the error of the recorded
+    /// stream if it failed; it does not block a thread (see
+    /// [`Completion`]). A recording made after the first poll is waited
+    /// for instead.
+    pub fn wait_async(&self) -> Completion<'_, D> {
+        Completion::new(&self.device, self.id, None)
     }
 
     /// Blocks the host until the latest recording is reached.

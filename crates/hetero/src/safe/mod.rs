@@ -53,7 +53,9 @@
 //! stream.wait(&EventId(1)).unwrap(); // error[E0277]: `Waitable` is sealed
 //! ```
 
+mod alloc;
 mod buffer;
+mod completion;
 mod context;
 mod event;
 mod module;
@@ -63,10 +65,14 @@ mod tracker;
 
 use std::sync::Arc;
 
+pub use alloc::{
+    ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, KindStats, MAX_BLOCK, MIN_BLOCK, MemoryKind,
+};
 pub use buffer::{
     Buffer, DeviceBuffer, DeviceSlice, DeviceSliceMut, Halves, OnDevice, Pinned, PinnedBuffer, PinnedSlice,
     PinnedSliceMut, Slice, SliceMut,
 };
+pub use completion::Completion;
 pub use context::Context;
 pub use event::{Event, UserEvent, Waitable};
 pub use module::{Kernel, Module};

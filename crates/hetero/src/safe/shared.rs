@@ -12,6 +12,8 @@
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use super::alloc::{AllocatorOptions, Cache, MemoryKind};
+use super::completion::Waiter;
 use crate::device::{AllocId, Device, EventId, StreamId};
 use crate::error::Result;
 
@@ -53,6 +55,8 @@ pub struct Shared<D: Device> {
     device: D,
     retired: Mutex<Vec<Retired>>,
     spare: Mutex<Vec<EventId>>,
+    cache: Cache,
+    waiter: Arc<Waiter<D>>,
 }
 
 impl<D: Device> Deref for Shared<D> {
@@ -63,8 +67,25 @@ impl<D: Device> Deref for Shared<D> {
 }
 
 impl<D: Device> Shared<D> {
-    pub(crate) fn new(device: D) -> Self {
-        Self { device, retired: Mutex::new(Vec::new()), spare: Mutex::new(Vec::new()) }
+    pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
+        let cache = Cache::new(options, device.info().total_memory);
+        Self {
+            device,
+            retired: Mutex::new(Vec::new()),
+            spare: Mutex::new(Vec::new()),
+            cache,
+            waiter: Arc::new(Waiter::new()),
+        }
+    }
+
+    /// The caching allocator's blocks and statistics.
+    pub(crate) fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The pending completions and their waker thread.
+    pub(crate) fn waiter(&self) -> &Arc<Waiter<D>> {
+        &self.waiter
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Retired>> {
@@ -151,14 +172,20 @@ impl<D: Device> Shared<D> {
         });
     }
 
-    /// Allocations freed later, when their last uses complete.
+    /// Allocations held back until their last uses complete: retired ones
+    /// and cached blocks not yet reusable by every stream.
     pub(crate) fn retired_count(&self) -> usize {
-        self.lock().len()
+        self.lock().len() + self.cache.pending_blocks(self)
     }
 }
 
 impl<D: Device> Drop for Shared<D> {
     fn drop(&mut self) {
+        self.waiter.shut_down();
+        // Idle cached blocks are freed now; the others join the retired ones.
+        for kind in [MemoryKind::Device, MemoryKind::Pinned] {
+            self.cache.trim(self, kind);
+        }
         self.reap();
         for event in std::mem::take(&mut *self.spare()) {
             // SAFETY: spare events are used by nobody (type invariant).

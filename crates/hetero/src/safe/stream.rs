@@ -8,6 +8,7 @@ use bytemuck::Pod;
 use smallvec::SmallVec;
 
 use super::buffer::{Buffer, OnDevice, Pinned, Slice, SliceMut, View};
+use super::completion::{self, Completion};
 use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
@@ -314,9 +315,55 @@ impl<D: Device> Stream<D> {
         self.synchronize()
     }
 
+    /// Device memory for `len` elements for use on this stream (contents
+    /// unspecified until written, or the allocator's debug fill pattern).
+    /// Besides idle cached blocks it may reuse a block whose last uses are
+    /// still queued on this stream: work enqueued here later runs after
+    /// them, and other streams and the host wait for them through the
+    /// tracker, so the new buffer never overlaps the old work.
+    pub fn alloc<T: Pod>(&self, len: usize) -> Result<Buffer<T, OnDevice, D>> {
+        let mut buffer = Buffer::alloc(&self.device, len, Some(self.id))?;
+        if let Some(pattern) = self.device.cache().fill {
+            self.fill_block(&mut buffer, pattern)?;
+        }
+        Ok(buffer)
+    }
+
+    /// Fills a new buffer's whole allocation (rounded down to 4 bytes) with
+    /// the allocator's debug pattern.
+    pub(crate) fn fill_block<T: Pod>(&self, buffer: &mut Buffer<T, OnDevice, D>, pattern: u32) -> Result<()> {
+        let bytes = buffer.held_bytes() / 4 * 4;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.fill_view(&buffer.block_view(bytes), pattern)
+    }
+
+    /// A future that resolves once all work enqueued so far on this stream
+    /// has completed, with its error if it failed; it does not block a
+    /// thread (see [`Completion`]) and may outlive the stream.
+    pub fn synchronize_async(&self) -> Completion<'static, D> {
+        // SAFETY: the stream is owned by self.
+        match unsafe { self.device.mark(self.id) } {
+            Ok(mark) => Completion::new(&self.device, mark.id(), Some(mark)),
+            Err(e) => Completion::failed(&self.device, e),
+        }
+    }
+
+    /// Runs `f` on hetero's waker thread once all work enqueued so far on
+    /// this stream has completed, with its error if it failed. Later work
+    /// on the stream is not held up; the callback runs even if the stream
+    /// or the context is dropped first. Keep it short: callbacks of a
+    /// device run one after another.
+    pub fn then(&self, f: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
+        // SAFETY: the stream is owned by self.
+        let mark = unsafe { self.device.mark(self.id) }?;
+        completion::then(&self.device, self.id, mark, Box::new(f))
+    }
+
     /// A new device buffer holding a copy of `src`; returns once copied.
     pub fn upload<T: Pod>(&self, src: &[T]) -> Result<Buffer<T, OnDevice, D>> {
-        let mut buffer = Buffer::alloc(&self.device, src.len())?;
+        let mut buffer = Buffer::alloc(&self.device, src.len(), Some(self.id))?;
         self.copy_from_host(src, &mut buffer)?;
         Ok(buffer)
     }
@@ -335,7 +382,7 @@ impl<D: Device> Stream<D> {
     /// the tracker). Blocks the host only when the size is not a multiple of
     /// 4 bytes (then the zeros are copied from the host).
     pub fn alloc_zeros<T: Pod>(&self, len: usize) -> Result<Buffer<T, OnDevice, D>> {
-        let mut buffer = Buffer::alloc(&self.device, len)?;
+        let mut buffer = Buffer::alloc(&self.device, len, Some(self.id))?;
         let bytes = len * std::mem::size_of::<T>();
         if bytes == 0 {
             return Ok(buffer);

@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod allocator;
 mod bad_input;
+mod completion;
 mod semantics;
 mod user_kernels;
 
@@ -21,7 +23,7 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{bad_input, context, semantics, user_kernels};
+            use super::{allocator, bad_input, completion, context, semantics, user_kernels};
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -57,6 +59,16 @@ macro_rules! backend_tests {
             #[case::struct_arguments(user_kernels::struct_arguments_checked)]
             #[case::host_registrations(user_kernels::host_registrations_checked)]
             #[case::host_implementation_faults(user_kernels::host_implementation_faults_are_sticky)]
+            #[case::cache_reuse(allocator::cached_blocks_are_reused_and_counted)]
+            #[case::cache_not_reused_elsewhere(allocator::blocks_in_use_elsewhere_are_not_reused)]
+            #[case::cache_same_stream(allocator::same_stream_reuse_is_ordered)]
+            #[case::cache_options(allocator::caps_trim_fill_and_pinned_zeros)]
+            #[case::direct_allocation(allocator::direct_allocation_caches_nothing)]
+            #[case::stream_future(completion::stream_future_resolves_after_its_work)]
+            #[case::event_future(completion::event_futures_resolve_when_reached)]
+            #[case::callbacks(completion::callbacks_run_in_order_after_the_work)]
+            #[case::drop_with_callbacks(completion::dropping_everything_with_callbacks_pending)]
+            #[case::tokio(completion::tokio_tasks_await_their_streams)]
             #[case::forgotten_gate_drops(semantics::drops_never_wait_for_a_forgotten_gate)]
             #[case::forgotten_gate_device_drop(semantics::device_drop_opens_forgotten_gates)]
             fn api(#[case] body: fn(&hetero::Context)) {

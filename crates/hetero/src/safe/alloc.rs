@@ -1,0 +1,467 @@
+//! The caching allocator: device and pinned blocks handed back by dropped
+//! buffers are kept and handed out again, instead of going back to the
+//! driver (whose allocations and frees may synchronise the device).
+//!
+//! Blocks come in geometric size classes (powers of two from
+//! [`MIN_BLOCK`] to [`MAX_BLOCK`] bytes; larger requests bypass the cache,
+//! as in CUB's caching allocator). A dropped buffer's block keeps the
+//! tracking marks of its last uses, each with its stream. A block is handed
+//! out again:
+//!
+//! - at once, to any request, when every mark has completed (or it had none);
+//! - at once, to a request made for stream `S` ([`crate::Stream::alloc`]),
+//!   when every pending mark is on `S`: the new buffer inherits the marks
+//!   as writes, so work on `S` runs after them by stream order, and work on
+//!   other streams (and the host) waits for them through the tracker.
+//!
+//! No other block is handed out while its marks are pending, so a new
+//! buffer never aliases memory that queued work uses, and never makes an
+//! unrelated stream wait. Pinned blocks are handed out only once idle, and
+//! zeroed over the requested length (`alloc_pinned` promises zeros).
+//!
+//! A block given back when the cache would exceed its cap is freed
+//! (stream-ordered, see [`super::shared::Shared::retire`]) instead. When
+//! the driver reports out of memory, the kind's cache is trimmed and the
+//! allocation retried once.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::buffer::HostAddr;
+use super::shared::{Mark, Shared};
+use crate::device::{AllocId, Backend, Device, StreamId};
+use crate::error::{Error, ErrorKind, Result};
+
+/// The smallest block the cache hands out, in bytes.
+pub const MIN_BLOCK: usize = 256;
+/// The largest block the cache keeps, in bytes; larger requests are
+/// allocated and freed directly.
+pub const MAX_BLOCK: usize = 1 << 30;
+
+/// The environment variable that chooses the allocator of contexts made
+/// with [`crate::Context::new`]: `caching`, `direct`, or a per-kind list
+/// such as `device=caching,pinned=direct`.
+pub const ALLOCATOR_ENV: &str = "HETERO_ALLOCATOR";
+
+/// Device memory or pinned host memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// Memory on the device.
+    Device,
+    /// Page-locked host memory.
+    Pinned,
+}
+
+/// How one kind of memory is allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocatorMode {
+    /// Every buffer gets its own driver allocation, freed (stream-ordered)
+    /// when the buffer is dropped.
+    Direct,
+    /// Dropped buffers' blocks are kept and reused (see the module docs).
+    Caching,
+}
+
+/// The allocator options of one context ([`crate::Context::with_allocator`]).
+///
+/// The default ([`AllocatorOptions::for_backend`]) caches both kinds on
+/// GPU backends: a framework allocating per task would otherwise pay a
+/// driver allocation and free (which may wait for the device) for every
+/// buffer, and a full cache is trimmed and the allocation retried before
+/// out of memory is reported, so caching never fails an allocation that
+/// direct allocation would have satisfied. The host backend allocates its
+/// device memory directly by default: its kernels bounds-check against the
+/// allocation, and a cached block is larger than the buffer, so only exact
+/// allocations turn every out-of-bounds access into a fault. (Memory past
+/// a buffer's end within its block belongs to that buffer alone, so a
+/// kernel that strays there corrupts nothing else.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocatorOptions {
+    /// How device memory is allocated.
+    pub device: AllocatorMode,
+    /// How pinned host memory is allocated.
+    pub pinned: AllocatorMode,
+    /// Most bytes of device memory kept cached; `None` is a quarter of the
+    /// device's memory. 0 disables caching.
+    pub max_cached_device: Option<usize>,
+    /// Most bytes of pinned memory kept cached. 0 disables caching.
+    pub max_cached_pinned: usize,
+    /// For debugging: every new device buffer (contents unspecified) is
+    /// first filled with this 32-bit pattern, so reads of memory nobody
+    /// wrote show it. Pinned buffers are always zeroed.
+    pub fill: Option<u32>,
+}
+
+impl Default for AllocatorOptions {
+    fn default() -> Self {
+        Self {
+            device: AllocatorMode::Caching,
+            pinned: AllocatorMode::Caching,
+            max_cached_device: None,
+            max_cached_pinned: 256 << 20,
+            fill: None,
+        }
+    }
+}
+
+impl AllocatorOptions {
+    /// The default options for a device of `backend` (see above).
+    pub fn for_backend(backend: Backend) -> Self {
+        let device = if backend == Backend::Host { AllocatorMode::Direct } else { AllocatorMode::Caching };
+        Self { device, ..Self::default() }
+    }
+
+    /// Both kinds cached.
+    pub fn caching() -> Self {
+        Self::default()
+    }
+
+    /// Both kinds allocated directly.
+    pub fn direct() -> Self {
+        Self { device: AllocatorMode::Direct, pinned: AllocatorMode::Direct, ..Self::default() }
+    }
+
+    /// The defaults for `backend` with [`ALLOCATOR_ENV`] applied, or an
+    /// error naming the value that is not understood.
+    pub fn from_env(backend: Backend) -> Result<Self> {
+        match std::env::var(ALLOCATOR_ENV) {
+            Ok(value) => Self::for_backend(backend).with_spec(backend, &value),
+            Err(std::env::VarError::NotPresent) => Ok(Self::for_backend(backend)),
+            Err(std::env::VarError::NotUnicode(v)) => Err(config_error(backend, &v.to_string_lossy())),
+        }
+    }
+
+    /// Applies a specification as [`ALLOCATOR_ENV`] takes it.
+    pub fn with_spec(mut self, backend: Backend, spec: &str) -> Result<Self> {
+        let mode = |word: &str| match word.trim() {
+            "caching" => Some(AllocatorMode::Caching),
+            "direct" => Some(AllocatorMode::Direct),
+            _ => None,
+        };
+        if let Some(m) = mode(spec) {
+            self.device = m;
+            self.pinned = m;
+            return Ok(self);
+        }
+        for part in spec.split(',') {
+            let parsed = part.split_once('=').and_then(|(kind, m)| Some((kind.trim(), mode(m)?)));
+            match parsed {
+                Some(("device", m)) => self.device = m,
+                Some(("pinned", m)) => self.pinned = m,
+                _ => return Err(config_error(backend, spec)),
+            }
+        }
+        Ok(self)
+    }
+
+    fn mode(&self, kind: MemoryKind) -> AllocatorMode {
+        match kind {
+            MemoryKind::Device => self.device,
+            MemoryKind::Pinned => self.pinned,
+        }
+    }
+}
+
+fn config_error(backend: Backend, value: &str) -> Error {
+    Error::new(
+        backend,
+        "allocator",
+        ErrorKind::Config,
+        format!(
+            "{ALLOCATOR_ENV}={value:?} is not understood; use `caching`, `direct`, \
+             or a list such as `device=caching,pinned=direct`"
+        ),
+    )
+}
+
+/// What the allocator did for one kind of memory, since the context was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindStats {
+    /// Allocations asked for.
+    pub requests: u64,
+    /// Requests served from the cache.
+    pub hits: u64,
+    /// Requests that went to the driver.
+    pub misses: u64,
+    /// Bytes held by live buffers (whole blocks when cached).
+    pub bytes_in_use: u64,
+    /// Bytes kept in the cache for reuse.
+    pub bytes_cached: u64,
+    /// The most bytes held from the driver at once (in use plus cached).
+    pub high_water: u64,
+}
+
+/// The allocator's statistics per memory kind ([`crate::Context::allocator_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// Device memory.
+    pub device: KindStats,
+    /// Pinned host memory.
+    pub pinned: KindStats,
+}
+
+/// A cached allocation and the marks of its last uses.
+pub(crate) struct Block {
+    pub(crate) alloc: AllocId,
+    /// The block's size: what the driver allocated.
+    pub(crate) bytes: usize,
+    pub(crate) host: Option<HostAddr>,
+    /// Marks of uses that may be pending, each with its stream.
+    pub(crate) pending: Vec<(StreamId, Mark)>,
+}
+
+/// What a request got: a block, and whether it goes back to the cache.
+pub(crate) struct Taken {
+    pub(crate) alloc: AllocId,
+    pub(crate) bytes: usize,
+    /// A fresh driver allocation (contents as the driver gives them).
+    pub(crate) fresh: bool,
+    /// The block came from (and returns to) the cache.
+    pub(crate) cached: bool,
+    pub(crate) host: Option<HostAddr>,
+    /// Pending marks, all on the requesting stream, the buffer inherits.
+    pub(crate) inherited: Vec<(StreamId, Mark)>,
+}
+
+/// The cache of one memory kind.
+struct Pool {
+    mode: AllocatorMode,
+    cap: usize,
+    /// Blocks per size class, index `log2(bytes) - log2(MIN_BLOCK)`;
+    /// the most recently given back last.
+    bins: Vec<Vec<Block>>,
+    stats: KindStats,
+}
+
+/// The caches of one device, both kinds.
+///
+/// Invariant: every block belongs to the owning [`Shared`]'s device, no
+/// buffer uses it, and its `pending` holds a mark after every queued use.
+pub(crate) struct Cache {
+    pools: [Mutex<Pool>; 2],
+    /// Options that could not be read: every allocation reports this.
+    error: Option<Error>,
+    pub(crate) fill: Option<u32>,
+}
+
+const BINS: usize = (MAX_BLOCK.trailing_zeros() - MIN_BLOCK.trailing_zeros() + 1) as usize;
+
+/// The size class of a request: its index and block size, or `None` when
+/// the request bypasses the cache.
+fn class(bytes: usize) -> Option<(usize, usize)> {
+    if bytes == 0 || bytes > MAX_BLOCK {
+        return None;
+    }
+    let block = bytes.next_power_of_two().max(MIN_BLOCK);
+    Some(((block.trailing_zeros() - MIN_BLOCK.trailing_zeros()) as usize, block))
+}
+
+fn index(kind: MemoryKind) -> usize {
+    match kind {
+        MemoryKind::Device => 0,
+        MemoryKind::Pinned => 1,
+    }
+}
+
+impl Pool {
+    fn new(mode: AllocatorMode, cap: usize) -> Self {
+        Self { mode, cap, bins: (0..BINS).map(|_| Vec::new()).collect(), stats: KindStats::default() }
+    }
+
+    fn held(&mut self, bytes: usize) {
+        self.stats.bytes_in_use += bytes as u64;
+        self.stats.high_water = self.stats.high_water.max(self.stats.bytes_in_use + self.stats.bytes_cached);
+    }
+}
+
+impl Cache {
+    pub(crate) fn new(options: Result<AllocatorOptions>, total_memory: u64) -> Self {
+        let (options, error) = match options {
+            Ok(o) => (o, None),
+            Err(e) => (AllocatorOptions::direct(), Some(e)),
+        };
+        let quarter = usize::try_from(total_memory / 4).unwrap_or(usize::MAX);
+        let cap = |kind: MemoryKind| match (options.mode(kind), kind) {
+            (AllocatorMode::Direct, _) => 0,
+            (AllocatorMode::Caching, MemoryKind::Device) => options.max_cached_device.unwrap_or(quarter),
+            (AllocatorMode::Caching, MemoryKind::Pinned) => options.max_cached_pinned,
+        };
+        Self {
+            pools: [MemoryKind::Device, MemoryKind::Pinned].map(|k| Mutex::new(Pool::new(options.mode(k), cap(k)))),
+            error,
+            fill: options.fill,
+        }
+    }
+
+    fn pool(&self, kind: MemoryKind) -> MutexGuard<'_, Pool> {
+        self.pools[index(kind)].lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn stats(&self) -> AllocatorStats {
+        AllocatorStats { device: self.pool(MemoryKind::Device).stats, pinned: self.pool(MemoryKind::Pinned).stats }
+    }
+
+    /// Blocks whose uses are still pending (after dropping completed marks).
+    pub(crate) fn pending_blocks<D: Device>(&self, shared: &Shared<D>) -> usize {
+        let mut count = 0;
+        for kind in [MemoryKind::Device, MemoryKind::Pinned] {
+            for block in self.pool(kind).bins.iter_mut().flatten() {
+                settle(shared, &mut block.pending);
+                count += usize::from(!block.pending.is_empty());
+            }
+        }
+        count
+    }
+
+    /// Gives up every cached block of `kind`: idle ones are freed now, the
+    /// rest are retired (freed once their uses complete).
+    pub(crate) fn trim<D: Device>(&self, shared: &Shared<D>, kind: MemoryKind) {
+        let blocks: Vec<Block> = {
+            let mut pool = self.pool(kind);
+            pool.stats.bytes_cached = 0;
+            pool.bins.iter_mut().flat_map(std::mem::take).collect()
+        };
+        for block in blocks {
+            // SAFETY: no buffer uses a cached block and its marks follow
+            // every queued use (type invariant).
+            unsafe { shared.retire(block.alloc, block.pending.into_iter().map(|(_, m)| m).collect()) };
+        }
+    }
+}
+
+/// Drops the marks that have completed, recycling them.
+fn settle<D: Device>(shared: &Shared<D>, pending: &mut Vec<(StreamId, Mark)>) {
+    let mut at = 0;
+    while at < pending.len() {
+        // SAFETY: a live event of this device (the cache's invariant).
+        if matches!(unsafe { shared.query_event(pending[at].1.id()) }, Ok(true)) {
+            shared.recycle(pending.swap_remove(at).1);
+        } else {
+            at += 1;
+        }
+    }
+}
+
+impl<D: Device> Shared<D> {
+    /// A block of at least `bytes` of `kind` memory: from the cache when
+    /// one may be reused (for use on `stream`, when given), else from the
+    /// driver (trimming the cache and retrying once when it is out of memory).
+    pub(crate) fn take(&self, kind: MemoryKind, bytes: usize, stream: Option<StreamId>) -> Result<Taken> {
+        let cache = self.cache();
+        if let Some(e) = &cache.error {
+            return Err(e.clone());
+        }
+        let class = {
+            let mut pool = cache.pool(kind);
+            pool.stats.requests += 1;
+            let class = class(bytes).filter(|_| pool.mode == AllocatorMode::Caching && pool.cap > 0);
+            if let Some((bin, _)) = class
+                && let Some(taken) = self.reuse(&mut pool, bin, stream)
+            {
+                return Ok(taken);
+            }
+            pool.stats.misses += 1;
+            class
+        };
+        let size = class.map_or(bytes, |(_, block)| block);
+        self.reap();
+        let alloc = match self.driver_alloc(kind, size) {
+            Err(e) if e.kind == ErrorKind::OutOfMemory => {
+                cache.trim(self, kind);
+                self.reap();
+                self.driver_alloc(kind, size)?
+            }
+            other => other?,
+        };
+        cache.pool(kind).held(size);
+        Ok(Taken { alloc, bytes: size, fresh: true, cached: class.is_some(), host: None, inherited: Vec::new() })
+    }
+
+    /// A cached block of class `bin` that may serve a request on `stream`.
+    fn reuse(&self, pool: &mut Pool, bin: usize, stream: Option<StreamId>) -> Option<Taken> {
+        let blocks = &mut pool.bins[bin];
+        let usable = |b: &Block| b.pending.iter().all(|(s, _)| Some(*s) == stream);
+        let at = match blocks.iter().rposition(usable) {
+            Some(at) => at,
+            // Marks may have completed since the blocks came back.
+            None => (0..blocks.len()).rev().find(|&at| {
+                settle(self, &mut blocks[at].pending);
+                blocks[at].pending.is_empty()
+            })?,
+        };
+        let block = blocks.remove(at);
+        pool.stats.hits += 1;
+        pool.stats.bytes_cached -= block.bytes as u64;
+        pool.held(block.bytes);
+        Some(Taken {
+            alloc: block.alloc,
+            bytes: block.bytes,
+            fresh: false,
+            cached: true,
+            host: block.host,
+            inherited: block.pending,
+        })
+    }
+
+    fn driver_alloc(&self, kind: MemoryKind, bytes: usize) -> Result<AllocId> {
+        match kind {
+            MemoryKind::Device => self.alloc_device(bytes),
+            MemoryKind::Pinned => self.alloc_pinned(bytes),
+        }
+    }
+
+    /// Takes back a buffer's block: cached when it came from the cache and
+    /// fits under the cap, else freed once its uses complete.
+    ///
+    /// # Safety
+    /// The caller gives up `block`, whose `pending` holds a mark after every
+    /// queued use, and keeps no host reference into it.
+    pub(crate) unsafe fn give_back(&self, kind: MemoryKind, block: Block, cached: bool) {
+        let cache = self.cache();
+        let mut pool = cache.pool(kind);
+        pool.stats.bytes_in_use -= block.bytes as u64;
+        let fits = pool.stats.bytes_cached + block.bytes as u64 <= pool.cap as u64;
+        if cached
+            && fits
+            && pool.mode == AllocatorMode::Caching
+            && let Some((bin, _)) = class(block.bytes)
+        {
+            pool.stats.bytes_cached += block.bytes as u64;
+            pool.bins[bin].push(block);
+            return;
+        }
+        drop(pool);
+        // SAFETY: the caller gives the block up; its marks follow every use.
+        unsafe { self.retire(block.alloc, block.pending.into_iter().map(|(_, m)| m).collect()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AllocatorMode, AllocatorOptions, MAX_BLOCK, MIN_BLOCK, class};
+    use crate::device::Backend;
+
+    #[test]
+    fn size_classes_are_powers_of_two_within_bounds() {
+        assert_eq!(class(0), None, "empty requests bypass the cache");
+        assert_eq!(class(1), Some((0, MIN_BLOCK)));
+        assert_eq!(class(MIN_BLOCK + 1), Some((1, 2 * MIN_BLOCK)));
+        assert_eq!(class(1 << 20), Some((12, 1 << 20)));
+        assert_eq!(class(MAX_BLOCK).map(|c| c.1), Some(MAX_BLOCK));
+        assert_eq!(class(MAX_BLOCK + 1), None, "larger requests bypass the cache");
+    }
+
+    #[test]
+    fn allocator_specifications_parse_or_name_the_bad_value() {
+        let spec = |s: &str| AllocatorOptions::default().with_spec(Backend::Host, s);
+        assert_eq!(
+            spec("direct").map(|o| (o.device, o.pinned)).ok(),
+            Some((AllocatorMode::Direct, AllocatorMode::Direct))
+        );
+        let mixed = spec("device=caching, pinned=direct").ok().map(|o| (o.device, o.pinned));
+        assert_eq!(mixed, Some((AllocatorMode::Caching, AllocatorMode::Direct)));
+        for bad in ["cached", "device=fast", "gpu=direct", ""] {
+            let e = spec(bad).err().map(|e| e.message).unwrap_or_default();
+            assert!(e.contains("HETERO_ALLOCATOR") && e.contains("caching"), "{bad:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! Completion without blocking a thread: futures that resolve when an
+//! event or a stream's prior work completes ([`crate::Event::wait_async`],
+//! [`crate::Stream::synchronize_async`]) and host callbacks
+//! ([`crate::Stream::then`]).
+//!
+//! One waker thread per device, started on first use, polls the pending
+//! events: it yields for the first 100 µs after any news, then sleeps an
+//! eighth of the time waited so far (20 µs to 1 ms), so a short wait is
+//! noticed within microseconds and a long one costs little CPU. Every
+//! backend is served the same way: CUDA's and HIP's host functions stall
+//! their stream while they run and never run after a sticky fault (a
+//! future would then hang), and OpenCL's event callbacks run on driver
+//! threads; polling also reports a fault as the future's error. Callbacks
+//! run on the waker thread, one after another: hand long work elsewhere.
+//!
+//! The thread holds the device only while it polls; every pending entry
+//! keeps the device alive, so the device is dropped (and the thread ends)
+//! once nothing is pending and nothing else holds it.
+
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use super::shared::{Mark, Shared};
+use crate::device::{Device, EventId, StreamId};
+use crate::error::{Error, ErrorKind, Result};
+
+/// What to do when an entry's event completes.
+enum Then {
+    Wake(Arc<Slot>),
+    Call(Box<dyn FnOnce(Result<()>) + Send>),
+}
+
+/// One pending completion.
+struct Entry<D: Device> {
+    key: u64,
+    event: EventId,
+    /// The stream of a callback, whose callbacks run in order.
+    stream: Option<StreamId>,
+    /// The mark the entry owns (callbacks), recycled once delivered.
+    mark: Option<Mark>,
+    then: Then,
+    /// Keeps the device (and so the event) alive while pending.
+    _device: Arc<Shared<D>>,
+}
+
+struct Queue<D: Device> {
+    entries: Vec<Entry<D>>,
+    next_key: u64,
+    /// The waker thread runs (or was started).
+    running: bool,
+    /// The device is gone: the thread ends.
+    shutdown: bool,
+    /// Something was registered since the thread last looked.
+    news: bool,
+}
+
+/// The pending completions of one device and the waker thread's signal.
+///
+/// Invariant: every entry's event belongs to the device and stays live
+/// while the entry is queued (its owner removes the entry first); events
+/// are queried only under the queue's lock.
+pub(crate) struct Waiter<D: Device> {
+    queue: Mutex<Queue<D>>,
+    signal: Condvar,
+}
+
+/// The result slot of a future, filled by the waker thread.
+struct Slot {
+    state: Mutex<(Option<Result<()>>, Option<Waker>)>,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, (Option<Result<()>>, Option<Waker>)> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Time spent yielding after news before the thread starts sleeping.
+const SPIN: Duration = Duration::from_micros(100);
+const MIN_SLEEP: Duration = Duration::from_micros(20);
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+
+impl<D: Device> Waiter<D> {
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: Mutex::new(Queue { entries: Vec::new(), next_key: 0, running: false, shutdown: false, news: false }),
+            signal: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue<D>> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends the waker thread (the device is being dropped).
+    pub(crate) fn shut_down(&self) {
+        self.lock().shutdown = true;
+        self.signal.notify_all();
+    }
+
+    /// Queues `then` for when `event`'s latest recording completes; returns
+    /// the entry's key.
+    fn register(
+        shared: &Arc<Shared<D>>,
+        event: EventId,
+        stream: Option<StreamId>,
+        mark: Option<Mark>,
+        then: Then,
+    ) -> Result<u64> {
+        let waiter = shared.waiter();
+        let mut queue = waiter.lock();
+        if !queue.running {
+            let weak = Arc::downgrade(shared);
+            let waiter = Arc::clone(waiter);
+            std::thread::Builder::new().name("hetero-waker".into()).spawn(move || run(&weak, &waiter)).map_err(
+                |e| {
+                    Error::new(
+                        shared.info().backend,
+                        "completion",
+                        ErrorKind::Driver,
+                        format!("could not start the waker thread: {e}"),
+                    )
+                },
+            )?;
+            queue.running = true;
+        }
+        let key = queue.next_key;
+        queue.next_key += 1;
+        queue.news = true;
+        queue.entries.push(Entry { key, event, stream, mark, then, _device: Arc::clone(shared) });
+        drop(queue);
+        waiter.signal.notify_all();
+        Ok(key)
+    }
+
+    /// Removes an entry that is no longer wanted (a dropped future).
+    fn cancel(&self, key: u64) -> Option<Entry<D>> {
+        let mut queue = self.lock();
+        let at = queue.entries.iter().position(|e| e.key == key)?;
+        Some(queue.entries.remove(at))
+    }
+}
+
+/// The result of a completed recording: the error of a failed stream, if any.
+///
+/// # Safety
+/// `event` must be a live event of `device` whose latest recording completed.
+unsafe fn outcome<D: Device>(device: &D, event: EventId) -> Result<()> {
+    // SAFETY: as the caller promises; a completed recording does not block.
+    unsafe { device.synchronize_event(event) }
+}
+
+/// The waker thread: polls until the device is gone.
+fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
+    let mut since = Instant::now();
+    loop {
+        {
+            let mut queue = waiter.lock();
+            while queue.entries.is_empty() && !queue.shutdown {
+                queue = waiter.signal.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                since = Instant::now();
+            }
+            if queue.shutdown {
+                return;
+            }
+            if std::mem::take(&mut queue.news) {
+                since = Instant::now();
+            }
+        }
+        let Some(shared) = weak.upgrade() else { return };
+        let done = poll(&shared, waiter);
+        let progressed = !done.is_empty();
+        for (entry, result) in done {
+            deliver(&shared, entry, result);
+        }
+        // Possibly the last holder: the device's drop runs here, unlocked.
+        drop(shared);
+        if progressed {
+            since = Instant::now();
+            continue;
+        }
+        let waited = since.elapsed();
+        if waited < SPIN {
+            std::thread::yield_now();
+        } else {
+            let nap = (waited / 8).clamp(MIN_SLEEP, MAX_SLEEP);
+            let queue = waiter.lock();
+            if !queue.news && !queue.shutdown {
+                let _ = waiter.signal.wait_timeout(queue, nap);
+            }
+        }
+    }
+}
+
+/// Takes out the entries whose events completed, with their results, in
+/// the order they were queued. A callback waits for the earlier callbacks
+/// of its stream: one found pending holds back the later ones of that
+/// stream, even if their events complete during the pass.
+fn poll<D: Device>(shared: &Shared<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Result<()>)> {
+    let mut queue = waiter.lock();
+    let mut done = Vec::new();
+    let mut held_back: Vec<StreamId> = Vec::new();
+    for entry in std::mem::take(&mut queue.entries) {
+        let result = match entry.stream {
+            Some(s) if held_back.contains(&s) => None,
+            // SAFETY: the entry's event is live while it is queued, and the
+            // queue is locked (the Waiter invariant).
+            _ => match unsafe { shared.query_event(entry.event) } {
+                // SAFETY: as above; the recording completed.
+                Ok(true) => Some(unsafe { outcome(&**shared, entry.event) }),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            },
+        };
+        match result {
+            Some(r) => done.push((entry, r)),
+            None => {
+                held_back.extend(entry.stream);
+                queue.entries.push(entry);
+            }
+        }
+    }
+    done
+}
+
+fn deliver<D: Device>(shared: &Shared<D>, entry: Entry<D>, result: Result<()>) {
+    match entry.then {
+        Then::Wake(slot) => {
+            let waker = {
+                let mut state = slot.lock();
+                state.0 = Some(result);
+                state.1.take()
+            };
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+        // A panicking callback must not end the thread that serves the others.
+        Then::Call(f) => drop(std::panic::catch_unwind(AssertUnwindSafe(move || f(result)))),
+    }
+    if let Some(mark) = entry.mark {
+        shared.recycle(mark);
+    }
+}
+
+/// Queues `f` to run on the waker thread once `mark`, recorded on
+/// `stream`, completes (after the stream's earlier callbacks).
+pub(crate) fn then<D: Device>(
+    shared: &Arc<Shared<D>>,
+    stream: StreamId,
+    mark: Mark,
+    f: Box<dyn FnOnce(Result<()>) + Send>,
+) -> Result<()> {
+    let event = mark.id();
+    Waiter::register(shared, event, Some(stream), Some(mark), Then::Call(f)).map(drop)
+}
+
+/// A future that resolves once an event's latest recording (or a stream's
+/// work up to a point) has completed, with the error of the work if it
+/// failed. Runtime-agnostic: it is woken by hetero's waker thread. Dropping
+/// it before it resolves cancels the wait, nothing else.
+#[must_use = "a future does nothing unless awaited"]
+pub struct Completion<'a, D: Device> {
+    shared: Arc<Shared<D>>,
+    state: State,
+    /// The mark this future owns (stream completions), recycled on drop.
+    mark: Option<Mark>,
+    _event: PhantomData<&'a ()>,
+}
+
+enum State {
+    /// Not polled yet.
+    Idle(EventId),
+    /// Registered with the waker thread.
+    Waiting(u64, Arc<Slot>),
+    /// Resolved (or failed before it could wait).
+    Ready(Option<Result<()>>),
+}
+
+impl<D: Device> std::fmt::Debug for Completion<'_, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion").field("backend", &self.shared.info().backend).finish()
+    }
+}
+
+impl<D: Device> Completion<'_, D> {
+    /// A future for `event`'s latest recording; `mark` is owned when given.
+    pub(crate) fn new(shared: &Arc<Shared<D>>, event: EventId, mark: Option<Mark>) -> Self {
+        Self { shared: Arc::clone(shared), state: State::Idle(event), mark, _event: PhantomData }
+    }
+
+    /// A future that resolves at once with `error`.
+    pub(crate) fn failed(shared: &Arc<Shared<D>>, error: Error) -> Self {
+        Self { shared: Arc::clone(shared), state: State::Ready(Some(Err(error))), mark: None, _event: PhantomData }
+    }
+}
+
+impl<D: Device> Future for Completion<'_, D> {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        match &mut this.state {
+            State::Idle(event) => {
+                let event = *event;
+                // SAFETY: the event is live: borrowed from its owner for the
+                // future's lifetime, or a mark the future owns.
+                match unsafe { this.shared.query_event(event) } {
+                    // SAFETY: as above; the recording completed.
+                    Ok(true) => return Poll::Ready(unsafe { outcome(&**this.shared, event) }),
+                    Err(e) => return Poll::Ready(Err(e)),
+                    Ok(false) => {}
+                }
+                let slot = Arc::new(Slot { state: Mutex::new((None, Some(cx.waker().clone()))) });
+                match Waiter::register(&this.shared, event, None, None, Then::Wake(Arc::clone(&slot))) {
+                    Ok(key) => this.state = State::Waiting(key, slot),
+                    Err(e) => return Poll::Ready(Err(e)),
+                }
+                Poll::Pending
+            }
+            State::Waiting(_, slot) => {
+                let mut state = slot.lock();
+                match state.0.take() {
+                    Some(result) => {
+                        drop(state);
+                        this.state = State::Ready(None);
+                        Poll::Ready(result)
+                    }
+                    None => {
+                        if !state.1.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                            state.1 = Some(cx.waker().clone());
+                        }
+                        Poll::Pending
+                    }
+                }
+            }
+            State::Ready(result) => Poll::Ready(result.take().unwrap_or(Ok(()))),
+        }
+    }
+}
+
+impl<D: Device> Drop for Completion<'_, D> {
+    fn drop(&mut self) {
+        if let State::Waiting(key, _) = self.state {
+            // Out of the queue before the event may go (the Waiter invariant).
+            drop(self.shared.waiter().cancel(key));
+        }
+        if let Some(mark) = self.mark.take() {
+            self.shared.recycle(mark);
+        }
+    }
+}
