@@ -61,15 +61,27 @@ pub enum Op {
     /// flushes a queue before another queue waits on its event, as the
     /// OpenCL specification asks (its `clFlush` reference page).
     CrossStreamPair,
-    /// Allocate and free 1 MiB of device memory.
+    /// Allocate and free 1 MiB of device memory (hetero: with its
+    /// allocator set to `direct`, so each is a driver call as in the raw paths).
     AllocFree1M,
+    /// The same through hetero's caching allocator (hetero only).
+    AllocFree1MCached,
+    /// Launch, then await `Stream::synchronize_async` on a plain executor
+    /// (hetero only): against `LaunchToCompletion`, the latency the waker
+    /// thread adds from completion to the future waking.
+    LaunchAwait,
+    /// Launch, then wait until a `Stream::then` callback has run (hetero
+    /// only): completion to callback.
+    LaunchCallback,
+    /// Register a `Stream::then` callback (hetero only): its host cost.
+    ThenEnqueue,
     /// A 4-byte copy to pageable host memory, waited for.
     RoundTrip,
 }
 
 impl Op {
     /// Every operation, in table order.
-    pub const ALL: [Op; 10] = [
+    pub const ALL: [Op; 14] = [
         Op::Launch,
         Op::LaunchTracked,
         Op::LaunchToCompletion,
@@ -79,18 +91,32 @@ impl Op {
         Op::EventRecord,
         Op::CrossStreamPair,
         Op::AllocFree1M,
+        Op::AllocFree1MCached,
         Op::RoundTrip,
+        Op::LaunchAwait,
+        Op::LaunchCallback,
+        Op::ThenEnqueue,
     ];
+
+    /// Operations only hetero has; vendor paths are not asked for them.
+    pub fn hetero_only(self) -> bool {
+        matches!(self, Op::AllocFree1MCached | Op::LaunchAwait | Op::LaunchCallback | Op::ThenEnqueue)
+    }
 
     /// Operations per timed round, for `enqueues` per round of the
     /// operations that only enqueue.
     pub fn count(self, enqueues: usize) -> usize {
         match self {
-            Op::Launch | Op::LaunchTracked | Op::CopyH2d | Op::CopyH2dTracked | Op::CopyD2h | Op::EventRecord => {
-                enqueues
-            }
+            Op::Launch
+            | Op::LaunchTracked
+            | Op::CopyH2d
+            | Op::CopyH2dTracked
+            | Op::CopyD2h
+            | Op::EventRecord
+            | Op::AllocFree1MCached
+            | Op::ThenEnqueue => enqueues,
             Op::CrossStreamPair => enqueues.div_ceil(2),
-            Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip => 200,
+            Op::LaunchToCompletion | Op::AllocFree1M | Op::RoundTrip | Op::LaunchAwait | Op::LaunchCallback => 200,
         }
     }
 
@@ -105,7 +131,11 @@ impl Op {
             Op::EventRecord => "event record",
             Op::CrossStreamPair => "cross-stream pair",
             Op::AllocFree1M => "1 MiB alloc + free",
+            Op::AllocFree1MCached => "1 MiB cached pair",
             Op::RoundTrip => "4 B round trip",
+            Op::LaunchAwait => "launch + await",
+            Op::LaunchCallback => "launch + callback",
+            Op::ThenEnqueue => "then (enqueue)",
         }
     }
 }

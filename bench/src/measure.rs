@@ -92,7 +92,7 @@ pub fn measure(entries: &mut [Entry<'_>], plan: Plan) {
             for k in 0..count {
                 let at = (k + r) % count;
                 let entry = &mut entries[at];
-                if entry.error.is_some() {
+                if entry.error.is_some() || (op.hetero_only() && entry.name != entry.against) {
                     continue;
                 }
                 match round(&mut *entry.path, op, plan.enqueues) {

@@ -159,6 +159,9 @@ impl Path for Driver {
                     check("cuMemcpyDtoDAsync", sys::cuMemcpyDtoDAsync_v2(y, x, words * 4, b))?;
                     check("cuEventRecord", sys::cuEventRecord(event, b))?;
                 }
+                Op::AllocFree1MCached | Op::LaunchAwait | Op::LaunchCallback | Op::ThenEnqueue => {
+                    return Err("hetero only".into());
+                }
                 Op::AllocFree1M => {
                     // The same stream-ordered pair hetero uses.
                     let mut ptr: sys::CUdeviceptr = 0;
@@ -254,6 +257,9 @@ impl Path for Safe {
             Op::CrossStreamPair => {
                 a.memset_zeros(&mut *x)?;
                 b.memcpy_dtod(&*x, y)?;
+            }
+            Op::AllocFree1MCached | Op::LaunchAwait | Op::LaunchCallback | Op::ThenEnqueue => {
+                return Err("hetero only".into());
             }
             // SAFETY: the memory is never read.
             Op::AllocFree1M => drop(unsafe { a.alloc::<u8>(sizes::ALLOC_BYTES) }?),

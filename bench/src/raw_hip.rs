@@ -155,6 +155,9 @@ impl Path for Raw {
                     check("hipMemcpyDtoDAsync", hip::hipMemcpyDtoDAsync(y, x, words * 4, b))?;
                     check("hipEventRecord", hip::hipEventRecord(event, b))?;
                 }
+                Op::AllocFree1MCached | Op::LaunchAwait | Op::LaunchCallback | Op::ThenEnqueue => {
+                    return Err("hetero only".into());
+                }
                 Op::AllocFree1M => {
                     // The same stream-ordered pair hetero uses.
                     let mut ptr: *mut c_void = std::ptr::null_mut();

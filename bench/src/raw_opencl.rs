@@ -139,6 +139,9 @@ impl Path for Raw {
                     let copy = self.b.enqueue_copy_buffer(&self.x, &mut self.y, 0, 0, words * 4, &[filled.get()])?;
                     self.copied = Some(copy);
                 }
+                Op::AllocFree1MCached | Op::LaunchAwait | Op::LaunchCallback | Op::ThenEnqueue => {
+                    return Err("hetero only".into());
+                }
                 Op::AllocFree1M => {
                     drop(Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, sizes::ALLOC_BYTES, null_mut())?)
                 }

@@ -79,6 +79,14 @@ struct Cli {
     /// would. 0 runs none.
     #[arg(long, value_delimiter = ',', default_value = "4", value_parser = clap::value_parser!(u16).range(0..=64))]
     pull_threads: Vec<u16>,
+    /// Host-thread counts of the framework-style pull variants, comma-separated: a pool of threads,
+    /// two tasks each, that allocate every batch's buffers through the caching allocator and await
+    /// its completion without blocking their thread. 0 runs none.
+    #[arg(long, value_delimiter = ',', default_value = "4", value_parser = clap::value_parser!(u16).range(0..=64))]
+    pull_framework: Vec<u16>,
+    /// Print each device's allocator statistics after its run.
+    #[arg(long, short)]
+    verbose: bool,
     /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.
     #[arg(long)]
     pull_pageable: bool,
@@ -114,6 +122,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let tuning = conformance::Tuning {
         pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
         pull_threads: cli.pull_threads.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
+        pull_framework: cli.pull_framework.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
         pull_pageable: cli.pull_pageable,
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
@@ -191,6 +200,20 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
                 None => eprintln!("  {line}"),
             }
         });
+        if cli.verbose {
+            for (kind, k) in [("device", ctx.allocator_stats().device), ("pinned", ctx.allocator_stats().pinned)] {
+                say(format!(
+                    "{} allocator, {kind}: {} requests, {} hits, {} misses, {} bytes in use, {} cached, high-water {}\n",
+                    ctx.info().backend,
+                    k.requests,
+                    k.hits,
+                    k.misses,
+                    k.bytes_in_use,
+                    k.bytes_cached,
+                    k.high_water
+                ));
+            }
+        }
         if let Some(measured) = &library {
             run.baseline = conformance::library::compare(measured, &run);
             if run.baseline.is_none() {

@@ -87,6 +87,9 @@ pub struct Tuning {
     /// Host-thread counts of the threaded pull variants: each thread
     /// enqueues its share of the batches on a stream and buffers of its own.
     pub pull_threads: Vec<usize>,
+    /// Host-thread counts of the framework-style pull variants: a pool of
+    /// threads whose tasks allocate per batch and await its completion.
+    pub pull_framework: Vec<usize>,
     /// Also stage pull's inputs from pageable memory (blocking copies), as
     /// extra variants to compare with pinned staging.
     pub pull_pageable: bool,
@@ -101,6 +104,7 @@ impl Default for Tuning {
         Self {
             pull_streams: vec![1, 4],
             pull_threads: vec![4],
+            pull_framework: vec![4],
             pull_pageable: false,
             wave_grid: None,
             wave_snapshot_every: None,

@@ -361,7 +361,143 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
                 .metric("jets_per_s", total_jets as f64 / (ms * 1e-3)),
         );
     }
+    for &threads in &env.tuning.pull_framework {
+        outcomes.push(framework(ctx, &staged, &kernel, &batches, shape, threads, &expect, &tolerance)?);
+    }
     Ok(outcomes)
+}
+
+/// Concurrent tasks per host thread in the framework-style variant.
+const TASKS_PER_THREAD: usize = 2;
+
+/// The framework-style variant `framework-N`: as a framework's thread pool
+/// runs it, `threads` host threads each drive [`TASKS_PER_THREAD`] tasks.
+/// A task takes its share of the batches one at a time: it allocates that
+/// batch's buffers (device memory on its stream with `Stream::alloc`,
+/// pinned output with `Context::alloc_pinned`, both through the caching
+/// allocator where the context caches), enqueues the batch, awaits
+/// `Stream::synchronize_async` (its thread runs the other task meanwhile)
+/// and copies the result out; the buffers go back to the cache. Each task
+/// keeps an untimed stream and scan scratch, as a framework keeps a stream
+/// per concurrent event. Its time is host wall-clock time from the first
+/// enqueue to the last result (device events cannot bracket work spread
+/// over threads that allocate as they go), so it includes what the other
+/// variants' device times leave out: allocation, waking and the host copies.
+#[allow(clippy::too_many_arguments)]
+fn framework(
+    ctx: &Context,
+    staged: &Staged,
+    kernel: &Kernel,
+    batches: &[EventRange],
+    shape: Shape,
+    threads: usize,
+    expect: &[f64],
+    tolerance: &[f64],
+) -> Result<Outcome, Failure> {
+    let workers = threads * TASKS_PER_THREAD;
+    let mut slots: Vec<(Stream, ScanPlan)> = (0..workers)
+        .map(|_| Ok::<_, hetero::Error>((ctx.untimed_stream()?, ScanPlan::new(ctx, THREADS, shape.max_jets)?)))
+        .collect::<Result<_, _>>()?;
+    let got = std::sync::Mutex::new(vec![0.0f32; 2 * shape.total_jets]);
+    let before = ctx.allocator_stats();
+    let start = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        let pool: Vec<_> = slots
+            .chunks_mut(TASKS_PER_THREAD)
+            .enumerate()
+            .map(|(t, chunk)| {
+                let got = &got;
+                scope.spawn(move || {
+                    let tasks = chunk.iter_mut().enumerate().map(|(j, slot)| async move {
+                        let task = t * TASKS_PER_THREAD + j;
+                        for &batch in batches.iter().skip(task).step_by(workers) {
+                            framework_batch(ctx, slot, staged, kernel, batch, got).await?;
+                        }
+                        Ok::<(), hetero::Error>(())
+                    });
+                    futures::executor::block_on(futures::future::try_join_all(tasks)).map(drop)
+                })
+            })
+            .collect();
+        pool.into_iter().try_for_each(|w| match w.join() {
+            Ok(result) => result.map_err(Failure::from),
+            Err(_) => Err(Failure::Internal("a pull thread panicked".into())),
+        })
+    })?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let got = got.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let after = ctx.allocator_stats();
+    let (requests, hits) = (
+        after.device.requests + after.pinned.requests - before.device.requests - before.pinned.requests,
+        after.device.hits + after.pinned.hits - before.device.hits - before.pinned.hits,
+    );
+    let verdict = elementwise(&got, expect, |i| tolerance[i]);
+    Ok(Outcome::new(format!("framework-{threads}"), verdict, Some(ms))
+        .metric("host_wall_clock", 1.0)
+        .metric("allocations", requests as f64)
+        .metric("cache_hit_fraction", if requests == 0 { 0.0 } else { hits as f64 / requests as f64 })
+        .with_output(super::Output::F32(got))
+        .metric("batches", batches.len() as f64)
+        .metric("ms_per_batch", ms / batches.len().max(1) as f64)
+        .metric("jets_per_s", shape.total_jets as f64 / (ms * 1e-3)))
+}
+
+/// One batch of the framework-style variant on a task's stream.
+async fn framework_batch(
+    ctx: &Context,
+    (s, scan): &mut (Stream, ScanPlan),
+    staged: &Staged,
+    kernel: &Kernel,
+    e: EventRange,
+    got: &std::sync::Mutex<Vec<f32>>,
+) -> Result<(), hetero::Error> {
+    let jets = e.first_jet..e.first_jet + e.jets;
+    let consts = e.first_constituent..e.first_constituent + e.constituents;
+    // At least one element: a batch without constituents still passes buffers.
+    let (nj, nc) = (e.jets.max(1), e.constituents.max(1));
+    let mut counts = s.alloc::<u32>(nj)?;
+    let mut offsets = s.alloc::<u32>(nj)?;
+    let mut jet = [s.alloc::<f32>(nj)?, s.alloc::<f32>(nj)?, s.alloc::<f32>(nj)?];
+    let mut constituent = [s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?];
+    let mut pull = s.alloc::<f32>(2 * nj)?;
+    let mut out = ctx.alloc_pinned::<f32>(2 * e.jets)?;
+    s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
+    for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
+        s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+    }
+    for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
+        s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+    }
+    scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
+    {
+        let [cp, ce, cf] = &constituent;
+        let [jp, je, jf] = &jet;
+        let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
+        let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
+        let offsets = offsets.slice(..e.jets)?;
+        let pull = pull.slice_mut(..2 * e.jets)?;
+        let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
+        let args = [
+            (&cp).into(),
+            (&ce).into(),
+            (&cf).into(),
+            (&offsets).into(),
+            (&jp).into(),
+            (&je).into(),
+            (&jf).into(),
+            (&pull).into(),
+            (e.jets as u32).into(),
+            (e.constituents as u32).into(),
+        ];
+        // SAFETY: as in `Lane::enqueue`: every buffer holds what the batch's
+        // jets and constituents need.
+        unsafe { s.launch(kernel, config, &args) }?;
+    }
+    s.copy(pull.slice(..2 * e.jets)?, &mut out)?;
+    s.synchronize_async().await?;
+    let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
+    got.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[range].copy_from_slice(out.host_slice()?);
+    Ok(())
 }
 
 /// How a pass spreads the batches: over `lanes` streams (round-robin),

@@ -57,6 +57,9 @@ struct Queue<D: Device> {
     shutdown: bool,
     /// Something was registered since the thread last looked.
     news: bool,
+    /// The thread waits on the signal (registrations wake it only then:
+    /// a wake-up is a system call).
+    asleep: bool,
 }
 
 /// The pending completions of one device and the waker thread's signal.
@@ -88,7 +91,14 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 impl<D: Device> Waiter<D> {
     pub(crate) fn new() -> Self {
         Self {
-            queue: Mutex::new(Queue { entries: Vec::new(), next_key: 0, running: false, shutdown: false, news: false }),
+            queue: Mutex::new(Queue {
+                entries: Vec::new(),
+                next_key: 0,
+                running: false,
+                shutdown: false,
+                news: false,
+                asleep: false,
+            }),
             signal: Condvar::new(),
         }
     }
@@ -133,8 +143,11 @@ impl<D: Device> Waiter<D> {
         queue.next_key += 1;
         queue.news = true;
         queue.entries.push(Entry { key, event, stream, mark, then, _device: Arc::clone(shared) });
+        let asleep = queue.asleep;
         drop(queue);
-        waiter.signal.notify_all();
+        if asleep {
+            waiter.signal.notify_all();
+        }
         Ok(key)
     }
 
@@ -162,7 +175,9 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
         {
             let mut queue = waiter.lock();
             while queue.entries.is_empty() && !queue.shutdown {
+                queue.asleep = true;
                 queue = waiter.signal.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                queue.asleep = false;
                 since = Instant::now();
             }
             if queue.shutdown {
@@ -189,9 +204,11 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
             std::thread::yield_now();
         } else {
             let nap = (waited / 8).clamp(MIN_SLEEP, MAX_SLEEP);
-            let queue = waiter.lock();
+            let mut queue = waiter.lock();
             if !queue.news && !queue.shutdown {
-                let _ = waiter.signal.wait_timeout(queue, nap);
+                queue.asleep = true;
+                let (mut queue, _) = waiter.signal.wait_timeout(queue, nap).unwrap_or_else(PoisonError::into_inner);
+                queue.asleep = false;
             }
         }
     }
