@@ -97,10 +97,11 @@ pub fn dropping_everything_with_callbacks_pending(ctx: &Context) {
         let gate = ctx.user_event().unwrap();
         let input = ctx.pinned_from_slice(&[6u32; 1024]).unwrap();
         let mut device = ctx.alloc::<u32>(1024).unwrap();
+        // Pinned memory first: on CUDA a page-locked allocation waits for gated streams.
+        let mut check = ctx.alloc_pinned::<u32>(1024).unwrap();
         stream.wait(&gate).unwrap();
         stream.copy(&input, &mut device).unwrap();
         let pending = stream.synchronize_async();
-        let mut check = ctx.alloc_pinned::<u32>(1024).unwrap();
         stream.copy(&device, &mut check).unwrap();
         stream
             .then(move |result| {
