@@ -379,14 +379,17 @@ fn print_table(result: &DeviceResult) {
         );
     }
     for p in &result.pull {
+        let clock = if p.host_wall_clock { "host wall-clock" } else { "device" };
+        let instrumented = p
+            .instrumented_us_per_batch
+            .map_or(String::new(), |us| format!(" ({us:.1} us/batch with per-operation events)"));
         println!(
-            "pull {}: {:.0} batches, {:.3} device ms (median of {}), {:.1} us/batch ({:.1} us/batch with per-operation events)",
+            "pull {}: {:.0} batches, {:.3} {clock} ms (median of {}), {:.1} us/batch{instrumented}",
             p.variant,
             p.batches,
             p.device_ms,
             p.runs_ms.len(),
             p.us_per_batch,
-            p.instrumented_us_per_batch
         );
     }
     for e in &result.errors {

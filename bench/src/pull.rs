@@ -15,14 +15,18 @@ pub struct PullCost {
     /// Batches in the run.
     pub batches: f64,
     /// Device milliseconds of the measured run (the median run where
-    /// there were several).
+    /// there were several); host wall-clock milliseconds where
+    /// `host_wall_clock` (the framework-style variants).
     pub device_ms: f64,
+    /// The time is host wall-clock time, not device time.
+    pub host_wall_clock: bool,
     /// Device milliseconds of every run, in order.
     pub runs_ms: Vec<f64>,
     /// Device microseconds per batch of the measured run.
     pub us_per_batch: f64,
-    /// Device microseconds per batch with per-operation events.
-    pub instrumented_us_per_batch: f64,
+    /// Device microseconds per batch with per-operation events, for the
+    /// variants that run instrumented.
+    pub instrumented_us_per_batch: Option<f64>,
 }
 
 /// Runs pull at `size` (checked against its reference like in `conform`).
@@ -38,14 +42,16 @@ pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
             }
             let batches = o.metrics.get("batches").copied().unwrap_or(0.0).max(1.0);
             let device_ms = o.device_ms.ok_or("pull reported no time")?;
-            let instrumented = o.metrics.get("instrumented_ms").copied().unwrap_or(f64::NAN);
+            let instrumented = o.metrics.get("instrumented_ms").copied();
+            let host_wall_clock = o.metrics.contains_key("host_wall_clock");
             Ok(PullCost {
                 variant: o.variant,
                 batches,
                 device_ms,
+                host_wall_clock,
                 runs_ms: vec![device_ms],
                 us_per_batch: device_ms * 1e3 / batches,
-                instrumented_us_per_batch: instrumented * 1e3 / batches,
+                instrumented_us_per_batch: instrumented.map(|ms| ms * 1e3 / batches),
             })
         })
         .collect()

@@ -17,6 +17,7 @@
 //! keeps the device alive, so the device is dropped (and the thread ends)
 //! once nothing is pending and nothing else holds it.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
@@ -39,8 +40,6 @@ enum Then {
 struct Entry<D: Device> {
     key: u64,
     event: EventId,
-    /// The stream of a callback, whose callbacks run in order.
-    stream: Option<StreamId>,
     /// The mark the entry owns (callbacks), recycled once delivered.
     mark: Option<Mark>,
     then: Then,
@@ -49,7 +48,11 @@ struct Entry<D: Device> {
 }
 
 struct Queue<D: Device> {
-    entries: Vec<Entry<D>>,
+    /// Futures' entries, each on its own.
+    futures: Vec<Entry<D>>,
+    /// Callbacks per stream, in the order they were queued: only the first
+    /// of each stream is polled.
+    callbacks: Vec<(StreamId, VecDeque<Entry<D>>)>,
     next_key: u64,
     /// The waker thread runs (or was started).
     running: bool,
@@ -88,11 +91,18 @@ const SPIN: Duration = Duration::from_micros(100);
 const MIN_SLEEP: Duration = Duration::from_micros(20);
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
+impl<D: Device> Queue<D> {
+    fn is_empty(&self) -> bool {
+        self.futures.is_empty() && self.callbacks.is_empty()
+    }
+}
+
 impl<D: Device> Waiter<D> {
     pub(crate) fn new() -> Self {
         Self {
             queue: Mutex::new(Queue {
-                entries: Vec::new(),
+                futures: Vec::new(),
+                callbacks: Vec::new(),
                 next_key: 0,
                 running: false,
                 shutdown: false,
@@ -142,7 +152,14 @@ impl<D: Device> Waiter<D> {
         let key = queue.next_key;
         queue.next_key += 1;
         queue.news = true;
-        queue.entries.push(Entry { key, event, stream, mark, then, _device: Arc::clone(shared) });
+        let entry = Entry { key, event, mark, then, _device: Arc::clone(shared) };
+        match stream {
+            None => queue.futures.push(entry),
+            Some(s) => match queue.callbacks.iter_mut().find(|(id, _)| *id == s) {
+                Some((_, list)) => list.push_back(entry),
+                None => queue.callbacks.push((s, VecDeque::from([entry]))),
+            },
+        }
         let asleep = queue.asleep;
         drop(queue);
         if asleep {
@@ -154,8 +171,8 @@ impl<D: Device> Waiter<D> {
     /// Removes an entry that is no longer wanted (a dropped future).
     fn cancel(&self, key: u64) -> Option<Entry<D>> {
         let mut queue = self.lock();
-        let at = queue.entries.iter().position(|e| e.key == key)?;
-        Some(queue.entries.remove(at))
+        let at = queue.futures.iter().position(|e| e.key == key)?;
+        Some(queue.futures.swap_remove(at))
     }
 }
 
@@ -174,7 +191,7 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
     loop {
         {
             let mut queue = waiter.lock();
-            while queue.entries.is_empty() && !queue.shutdown {
+            while queue.is_empty() && !queue.shutdown {
                 queue.asleep = true;
                 queue = waiter.signal.wait(queue).unwrap_or_else(PoisonError::into_inner);
                 queue.asleep = false;
@@ -214,34 +231,46 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
     }
 }
 
-/// Takes out the entries whose events completed, with their results, in
-/// the order they were queued. A callback waits for the earlier callbacks
-/// of its stream: one found pending holds back the later ones of that
-/// stream, even if their events complete during the pass.
+/// The result of `event` if its latest recording has completed.
+///
+/// # Safety
+/// `event` must be a live event of `shared`'s device.
+unsafe fn settled<D: Device>(shared: &Shared<D>, event: EventId) -> Option<Result<()>> {
+    // SAFETY: as the caller promises.
+    match unsafe { shared.query_event(event) } {
+        // SAFETY: as above; the recording completed.
+        Ok(true) => Some(unsafe { outcome(&**shared, event) }),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// Takes out the entries whose events completed, with their results. A
+/// stream's callbacks come out in the order they were queued: the first
+/// one still pending holds back the rest of its stream.
 fn poll<D: Device>(shared: &Shared<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Result<()>)> {
-    let mut queue = waiter.lock();
+    let mut guard = waiter.lock();
+    let queue = &mut *guard;
     let mut done = Vec::new();
-    let mut held_back: Vec<StreamId> = Vec::new();
-    for entry in std::mem::take(&mut queue.entries) {
-        let result = match entry.stream {
-            Some(s) if held_back.contains(&s) => None,
-            // SAFETY: the entry's event is live while it is queued, and the
-            // queue is locked (the Waiter invariant).
-            _ => match unsafe { shared.query_event(entry.event) } {
-                // SAFETY: as above; the recording completed.
-                Ok(true) => Some(unsafe { outcome(&**shared, entry.event) }),
-                Ok(false) => None,
-                Err(e) => Some(Err(e)),
-            },
-        };
-        match result {
-            Some(r) => done.push((entry, r)),
-            None => {
-                held_back.extend(entry.stream);
-                queue.entries.push(entry);
+    let mut at = 0;
+    while at < queue.futures.len() {
+        // SAFETY: the entry's event is live while it is queued, and the
+        // queue is locked (the Waiter invariant).
+        match unsafe { settled(shared, queue.futures[at].event) } {
+            Some(r) => done.push((queue.futures.swap_remove(at), r)),
+            None => at += 1,
+        }
+    }
+    for (_, list) in &mut queue.callbacks {
+        while let Some(first) = list.front() {
+            // SAFETY: as above.
+            let Some(r) = (unsafe { settled(shared, first.event) }) else { break };
+            if let Some(entry) = list.pop_front() {
+                done.push((entry, r));
             }
         }
     }
+    queue.callbacks.retain(|(_, list)| !list.is_empty());
     done
 }
 
