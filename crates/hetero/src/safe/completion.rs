@@ -68,10 +68,14 @@ struct Queue<D: Device> {
 /// The pending completions of one device and the waker thread's signal.
 ///
 /// Invariant: every entry's event belongs to the device and stays live
-/// while the entry is queued (its owner removes the entry first); events
-/// are queried only under the queue's lock.
+/// while the entry is queued or a pass that saw it runs: the waker thread
+/// queries events only while holding `pass`, and a future that cancels its
+/// entry takes `pass` once before its event may go. Callback entries are
+/// removed only by the waker thread. Registration takes only `queue`, so
+/// it never waits for the driver calls of a pass.
 pub(crate) struct Waiter<D: Device> {
     queue: Mutex<Queue<D>>,
+    pass: Mutex<()>,
     signal: Condvar,
 }
 
@@ -89,6 +93,10 @@ impl Slot {
 /// Time spent yielding after news before the thread starts sleeping.
 const SPIN: Duration = Duration::from_micros(100);
 const MIN_SLEEP: Duration = Duration::from_micros(20);
+/// Least time between two passes while yielding.
+const POLL_GAP: Duration = Duration::from_micros(5);
+/// Callbacks of one stream looked at in one pass.
+const CALLBACKS_PER_PASS: usize = 64;
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
 impl<D: Device> Queue<D> {
@@ -109,6 +117,7 @@ impl<D: Device> Waiter<D> {
                 news: false,
                 asleep: false,
             }),
+            pass: Mutex::new(()),
             signal: Condvar::new(),
         }
     }
@@ -168,11 +177,17 @@ impl<D: Device> Waiter<D> {
         Ok(key)
     }
 
-    /// Removes an entry that is no longer wanted (a dropped future).
+    /// Removes an entry that is no longer wanted (a dropped future); once
+    /// this returns, no pass queries its event any more.
     fn cancel(&self, key: u64) -> Option<Entry<D>> {
-        let mut queue = self.lock();
-        let at = queue.futures.iter().position(|e| e.key == key)?;
-        Some(queue.futures.swap_remove(at))
+        let entry = {
+            let mut queue = self.lock();
+            let at = queue.futures.iter().position(|e| e.key == key);
+            at.map(|at| queue.futures.swap_remove(at))
+        };
+        // A pass that saw the entry may still be querying its event.
+        drop(self.pass.lock().unwrap_or_else(PoisonError::into_inner));
+        entry
     }
 }
 
@@ -218,7 +233,13 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
         }
         let waited = since.elapsed();
         if waited < SPIN {
-            std::thread::yield_now();
+            // Other threads run meanwhile (a host backend's workers may be
+            // the ones to finish the work), and the driver is asked at most
+            // once per POLL_GAP (its calls take locks the enqueuing threads need).
+            let pass_ended = Instant::now();
+            while pass_ended.elapsed() < POLL_GAP {
+                std::thread::yield_now();
+            }
         } else {
             let nap = (waited / 8).clamp(MIN_SLEEP, MAX_SLEEP);
             let mut queue = waiter.lock();
@@ -247,26 +268,42 @@ unsafe fn settled<D: Device>(shared: &Shared<D>, event: EventId) -> Option<Resul
 
 /// Takes out the entries whose events completed, with their results. A
 /// stream's callbacks come out in the order they were queued: the first
-/// one still pending holds back the rest of its stream.
+/// one still pending holds back the rest of its stream. The events are
+/// queried with the queue unlocked (the Waiter invariant says why that is
+/// safe), so registrations go on meanwhile.
 fn poll<D: Device>(shared: &Shared<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Result<()>)> {
-    let mut guard = waiter.lock();
-    let queue = &mut *guard;
+    let _pass = waiter.pass.lock().unwrap_or_else(PoisonError::into_inner);
+    let (futures, callbacks) = {
+        let queue = waiter.lock();
+        let futures: Vec<(u64, EventId)> = queue.futures.iter().map(|e| (e.key, e.event)).collect();
+        let callbacks: Vec<(StreamId, Vec<EventId>)> = queue
+            .callbacks
+            .iter()
+            .map(|(s, list)| (*s, list.iter().take(CALLBACKS_PER_PASS).map(|e| e.event).collect()))
+            .collect();
+        (futures, callbacks)
+    };
+    // SAFETY: each event is live while `pass` is held (the Waiter invariant).
+    let settle = |event: EventId| unsafe { settled(shared, event) };
+    let ready: Vec<(u64, Result<()>)> =
+        futures.into_iter().filter_map(|(key, event)| settle(event).map(|r| (key, r))).collect();
+    let reached: Vec<(StreamId, Vec<Result<()>>)> =
+        callbacks.into_iter().map(|(s, events)| (s, events.into_iter().map_while(settle).collect())).collect();
     let mut done = Vec::new();
-    let mut at = 0;
-    while at < queue.futures.len() {
-        // SAFETY: the entry's event is live while it is queued, and the
-        // queue is locked (the Waiter invariant).
-        match unsafe { settled(shared, queue.futures[at].event) } {
-            Some(r) => done.push((queue.futures.swap_remove(at), r)),
-            None => at += 1,
+    let mut queue = waiter.lock();
+    for (key, result) in ready {
+        // A future cancelled since the snapshot is gone: nothing to deliver.
+        if let Some(at) = queue.futures.iter().position(|e| e.key == key) {
+            done.push((queue.futures.swap_remove(at), result));
         }
     }
-    for (_, list) in &mut queue.callbacks {
-        while let Some(first) = list.front() {
-            // SAFETY: as above.
-            let Some(r) = (unsafe { settled(shared, first.event) }) else { break };
-            if let Some(entry) = list.pop_front() {
-                done.push((entry, r));
+    for (stream, results) in reached {
+        // Only this thread removes callbacks: the first ones are those seen.
+        if let Some((_, list)) = queue.callbacks.iter_mut().find(|(s, _)| *s == stream) {
+            for result in results {
+                if let Some(entry) = list.pop_front() {
+                    done.push((entry, result));
+                }
             }
         }
     }
