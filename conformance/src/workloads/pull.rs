@@ -224,16 +224,7 @@ impl Lane {
         let consts = e.first_constituent..e.first_constituent + e.constituents;
         let (counts, jet, constituent) = (&mut self.counts, &mut self.jet, &mut self.constituent);
         timeline.span(s, track, "stage in", Kind::Copy, || match staged {
-            Staging::Pinned(staged) => {
-                s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
-                for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
-                    s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
-                }
-                for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
-                    s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
-                }
-                Ok::<(), hetero::Error>(())
-            }
+            Staging::Pinned(staged) => stage_in(s, staged, counts, jet, constituent, e),
             // Ordinary memory: each copy returns only when it is done.
             Staging::Pageable(c) => {
                 s.copy_from_host(&c.counts[jets.clone()], counts.slice_mut(..e.jets)?)?;
@@ -250,35 +241,71 @@ impl Lane {
         let (counts, jet, constituent) = (&self.counts, &self.jet, &self.constituent);
         timeline.span(s, track, "scan + pull_jets", Kind::Kernel, || {
             scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
-            let [cp, ce, cf] = constituent;
-            let [jp, je, jf] = jet;
-            let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
-            let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
-            let offsets = offsets.slice(..e.jets)?;
-            let out = pull.slice_mut(..2 * e.jets)?;
-            let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
-            let args = [
-                (&cp).into(),
-                (&ce).into(),
-                (&cf).into(),
-                (&offsets).into(),
-                (&jp).into(),
-                (&je).into(),
-                (&jf).into(),
-                (&out).into(),
-                (e.jets as u32).into(),
-                (e.constituents as u32).into(),
-            ];
-            // SAFETY: pull_jets reads constituents [0, n_constituents) of each
-            // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
-            // every buffer is at least that long.
-            unsafe { s.launch(kernel, config, &args) }
+            launch_pull_jets(s, kernel, constituent, jet, offsets, pull, e)
         })?;
         let (pull, out) = (&self.pull, &mut self.out);
         timeline.span(s, track, "copy out", Kind::Copy, || {
             s.copy(pull.slice(..2 * e.jets)?, out.slice_mut(2 * e.first_jet..2 * (e.first_jet + e.jets))?)
         })
     }
+}
+
+/// Enqueues the copies of batch `e`'s inputs from pinned staging to the
+/// start of the device buffers.
+fn stage_in(
+    s: &Stream,
+    staged: &Staged,
+    counts: &mut DeviceBuffer<u32>,
+    jet: &mut [DeviceBuffer<f32>; 3],
+    constituent: &mut [DeviceBuffer<f32>; 3],
+    e: EventRange,
+) -> Result<(), hetero::Error> {
+    let jets = e.first_jet..e.first_jet + e.jets;
+    let consts = e.first_constituent..e.first_constituent + e.constituents;
+    s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
+    for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
+        s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
+    }
+    for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
+        s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
+    }
+    Ok(())
+}
+
+/// Enqueues `pull_jets` for batch `e`, whose constituents and jets are at
+/// the start of the buffers and whose jet offsets were scanned.
+fn launch_pull_jets(
+    s: &Stream,
+    kernel: &Kernel,
+    constituent: &[DeviceBuffer<f32>; 3],
+    jet: &[DeviceBuffer<f32>; 3],
+    offsets: &DeviceBuffer<u32>,
+    pull: &mut DeviceBuffer<f32>,
+    e: EventRange,
+) -> Result<(), hetero::Error> {
+    let [cp, ce, cf] = constituent;
+    let [jp, je, jf] = jet;
+    let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
+    let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
+    let offsets = offsets.slice(..e.jets)?;
+    let out = pull.slice_mut(..2 * e.jets)?;
+    let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
+    let args = [
+        (&cp).into(),
+        (&ce).into(),
+        (&cf).into(),
+        (&offsets).into(),
+        (&jp).into(),
+        (&je).into(),
+        (&jf).into(),
+        (&out).into(),
+        (e.jets as u32).into(),
+        (e.constituents as u32).into(),
+    ];
+    // SAFETY: pull_jets reads constituents [0, n_constituents) of each
+    // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
+    // the callers' buffers are at least that long.
+    unsafe { s.launch(kernel, config, &args) }
 }
 
 /// Runs every variant on the same events.
@@ -451,8 +478,6 @@ async fn framework_batch(
     e: EventRange,
     got: &std::sync::Mutex<Vec<f32>>,
 ) -> Result<(), hetero::Error> {
-    let jets = e.first_jet..e.first_jet + e.jets;
-    let consts = e.first_constituent..e.first_constituent + e.constituents;
     // At least one element: a batch without constituents still passes buffers.
     let (nj, nc) = (e.jets.max(1), e.constituents.max(1));
     let mut counts = s.alloc::<u32>(nj)?;
@@ -461,38 +486,9 @@ async fn framework_batch(
     let mut constituent = [s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?];
     let mut pull = s.alloc::<f32>(2 * nj)?;
     let mut out = ctx.alloc_pinned::<f32>(2 * e.jets)?;
-    s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
-    for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
-        s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
-    }
-    for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
-        s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
-    }
+    stage_in(s, staged, &mut counts, &mut jet, &mut constituent, e)?;
     scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
-    {
-        let [cp, ce, cf] = &constituent;
-        let [jp, je, jf] = &jet;
-        let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
-        let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
-        let offsets = offsets.slice(..e.jets)?;
-        let pull = pull.slice_mut(..2 * e.jets)?;
-        let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
-        let args = [
-            (&cp).into(),
-            (&ce).into(),
-            (&cf).into(),
-            (&offsets).into(),
-            (&jp).into(),
-            (&je).into(),
-            (&jf).into(),
-            (&pull).into(),
-            (e.jets as u32).into(),
-            (e.constituents as u32).into(),
-        ];
-        // SAFETY: as in `Lane::enqueue`: every buffer holds what the batch's
-        // jets and constituents need.
-        unsafe { s.launch(kernel, config, &args) }?;
-    }
+    launch_pull_jets(s, kernel, &constituent, &jet, &offsets, &mut pull, e)?;
     s.copy(pull.slice(..2 * e.jets)?, &mut out)?;
     s.synchronize_async().await?;
     let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);

@@ -354,7 +354,8 @@ impl<D: Device> Stream<D> {
     /// this stream has completed, with its error if it failed. Later work
     /// on the stream is not held up; the callback runs even if the stream
     /// or the context is dropped first. Keep it short: callbacks of a
-    /// device run one after another.
+    /// device run one after another, and one that blocks on another
+    /// callback or on a hetero future of the same device waits forever.
     pub fn then(&self, f: impl FnOnce(Result<()>) + Send + 'static) -> Result<()> {
         // SAFETY: the stream is owned by self.
         let mark = unsafe { self.device.mark(self.id) }?;
