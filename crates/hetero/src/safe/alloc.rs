@@ -27,7 +27,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::buffer::HostAddr;
-use super::shared::{Mark, Shared};
+use super::shared::{Pending, Shared};
 use crate::device::{AllocId, Backend, Device, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -206,7 +206,7 @@ pub(crate) struct Block {
     pub(crate) bytes: usize,
     pub(crate) host: Option<HostAddr>,
     /// Marks of uses that may be pending, each with its stream.
-    pub(crate) pending: Vec<(StreamId, Mark)>,
+    pub(crate) pending: Pending,
 }
 
 /// What a request got: a block, and whether it goes back to the cache.
@@ -219,7 +219,7 @@ pub(crate) struct Taken {
     pub(crate) cached: bool,
     pub(crate) host: Option<HostAddr>,
     /// Pending marks, all on the requesting stream, the buffer inherits.
-    pub(crate) inherited: Vec<(StreamId, Mark)>,
+    pub(crate) inherited: Pending,
 }
 
 /// The cache of one memory kind.
@@ -305,7 +305,7 @@ impl Cache {
         let mut count = 0;
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             for block in self.pool(kind).bins.iter_mut().flatten() {
-                settle(shared, &mut block.pending);
+                shared.settle(&mut block.pending);
                 count += usize::from(!block.pending.is_empty());
             }
         }
@@ -323,20 +323,7 @@ impl Cache {
         for block in blocks {
             // SAFETY: no buffer uses a cached block and its marks follow
             // every queued use (type invariant).
-            unsafe { shared.retire(block.alloc, block.pending.into_iter().map(|(_, m)| m).collect()) };
-        }
-    }
-}
-
-/// Drops the marks that have completed, recycling them.
-fn settle<D: Device>(shared: &Shared<D>, pending: &mut Vec<(StreamId, Mark)>) {
-    let mut at = 0;
-    while at < pending.len() {
-        // SAFETY: a live event of this device (the cache's invariant).
-        if matches!(unsafe { shared.query_event(pending[at].1.id()) }, Ok(true)) {
-            shared.recycle(pending.swap_remove(at).1);
-        } else {
-            at += 1;
+            unsafe { shared.retire(block.alloc, block.pending) };
         }
     }
 }
@@ -384,7 +371,7 @@ impl<D: Device> Shared<D> {
             Some(at) => at,
             // Marks may have completed since the blocks came back.
             None => (0..blocks.len()).rev().find(|&at| {
-                settle(self, &mut blocks[at].pending);
+                self.settle(&mut blocks[at].pending);
                 blocks[at].pending.is_empty()
             })?,
         };
@@ -431,7 +418,7 @@ impl<D: Device> Shared<D> {
         }
         drop(pool);
         // SAFETY: the caller gives the block up; its marks follow every use.
-        unsafe { self.retire(block.alloc, block.pending.into_iter().map(|(_, m)| m).collect()) };
+        unsafe { self.retire(block.alloc, block.pending) };
     }
 }
 

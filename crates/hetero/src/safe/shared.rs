@@ -34,11 +34,14 @@ impl Mark {
     }
 }
 
+/// Marks of possibly pending uses of one allocation, each with its stream.
+pub(crate) type Pending = Vec<(StreamId, Mark)>;
+
 /// An allocation waiting for the marks of its last uses.
 struct Retired {
     alloc: AllocId,
     /// Marks of queued uses; all must complete before the free.
-    pending: Vec<Mark>,
+    pending: Pending,
 }
 
 /// One device, its deferred frees and its spare tracking events; owned
@@ -133,7 +136,7 @@ impl<D: Device> Shared<D> {
     /// `alloc` must belong to this device and be owned by the caller, who
     /// gives it up; `pending` must hold a mark recorded after every queued
     /// use of `alloc`, and no host reference into the allocation may remain.
-    pub(crate) unsafe fn retire(&self, alloc: AllocId, pending: Vec<Mark>) {
+    pub(crate) unsafe fn retire(&self, alloc: AllocId, pending: Pending) {
         if pending.is_empty() {
             // Never used by queued work: freed at once, without the list.
             // SAFETY: the caller gives the allocation up and nothing uses it.
@@ -142,6 +145,20 @@ impl<D: Device> Shared<D> {
             self.lock().push(Retired { alloc, pending });
         }
         self.reap();
+    }
+
+    /// Drops the marks of `pending` that have completed, recycling them (a
+    /// mark whose query fails stays).
+    pub(crate) fn settle(&self, pending: &mut Pending) {
+        let mut at = 0;
+        while at < pending.len() {
+            // SAFETY: marks are live events of this device (type invariant).
+            if matches!(unsafe { self.device.query_event(pending[at].1.id()) }, Ok(true)) {
+                self.recycle(pending.swap_remove(at).1);
+            } else {
+                at += 1;
+            }
+        }
     }
 
     /// Frees every retired allocation whose uses have completed.
@@ -153,15 +170,7 @@ impl<D: Device> Shared<D> {
         retired.retain_mut(|r| {
             // A mark whose query fails (a faulted or lost device) keeps its
             // allocation retired: the device's drop deals with it.
-            let mut at = 0;
-            while at < r.pending.len() {
-                // SAFETY: a live event of this device (type invariant).
-                if matches!(unsafe { self.device.query_event(r.pending[at].id()) }, Ok(true)) {
-                    self.recycle(r.pending.swap_remove(at));
-                } else {
-                    at += 1;
-                }
-            }
+            self.settle(&mut r.pending);
             if !r.pending.is_empty() {
                 return true;
             }

@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use smallvec::SmallVec;
 
-use super::shared::{Mark, Shared};
+use super::shared::{Mark, Pending, Shared};
 use crate::device::{Device, INLINE_ARGS, StreamId};
 use crate::error::Result;
 
@@ -215,13 +215,13 @@ impl Tracker {
     /// A tracker for a reused allocation whose earlier uses, each on its
     /// stream, may be pending: they count as writes of every byte, so any
     /// use on another stream (and the host) waits for them.
-    pub(crate) fn inheriting(marks: Vec<(StreamId, Mark)>) -> Self {
+    pub(crate) fn inheriting(marks: Pending) -> Self {
         let writes = marks.into_iter().map(|(stream, mark)| Use { stream, range: 0..usize::MAX, mark }).collect();
         Self { state: Mutex::new(State { writes, reads: Vec::new() }) }
     }
 
     /// Gives up the marks of every possibly pending use, each with its stream.
-    pub(crate) fn into_marks(self) -> Vec<(StreamId, Mark)> {
+    pub(crate) fn into_marks(self) -> Pending {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
         state.writes.into_iter().chain(state.reads).map(|u| (u.stream, u.mark)).collect()
     }
