@@ -112,21 +112,26 @@ pub(crate) enum Given {
 
 /// Why `given` does not fit parameter `index` (0-based) of `kernel`, if it does not.
 pub(crate) fn mismatch(kernel: &str, index: usize, param: &Param, given: Given) -> Option<String> {
-    let at = format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
+    // Formatted only on a mismatch: this runs for every argument of every launch.
+    let at = || format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
     match (param.pointer, given) {
-        (None, Given::Buffer(..)) => Some(format!("{at} takes a {} scalar, but the launch passed a buffer", param.ty)),
+        (None, Given::Buffer(..)) => {
+            Some(format!("{} takes a {} scalar, but the launch passed a buffer", at(), param.ty))
+        }
         (Some(_), Given::Scalar(ty)) => {
-            Some(format!("{at} takes a buffer of {}, but the launch passed a {ty} scalar", param.ty))
+            Some(format!("{} takes a buffer of {}, but the launch passed a {ty} scalar", at(), param.ty))
         }
         (None, Given::Scalar(ty)) if ty != param.ty => Some(format!(
-            "{at} takes a {} scalar, but the launch passed a {ty} (convert it before the launch)",
+            "{} takes a {} scalar, but the launch passed a {ty} (convert it before the launch)",
+            at(),
             param.ty
         )),
         (Some(_), Given::Buffer(Some(elem), _)) if elem != param.ty && is_c_scalar(&param.ty) => {
-            Some(format!("{at} points to {}, but the launch passed a buffer of {elem}", param.ty))
+            Some(format!("{} points to {}, but the launch passed a buffer of {elem}", at(), param.ty))
         }
         (Some(true), Given::Buffer(_, false)) => Some(format!(
-            "{at} is written by the kernel (declared without `const`), but the launch passed a read-only slice; pass a writable one (`slice_mut`)"
+            "{} is written by the kernel (declared without `const`), but the launch passed a read-only slice; pass a writable one (`slice_mut`)",
+            at()
         )),
         _ => None,
     }
@@ -142,16 +147,18 @@ pub(crate) fn struct_mismatch(
     (rust, size, align): (&str, usize, usize),
     layout: Option<(usize, usize)>,
 ) -> Option<String> {
-    let at = format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
+    // Formatted only on a mismatch: this runs for every argument of every launch.
+    let at = || format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
     if param.pointer.is_some() {
-        return Some(format!("{at} takes a buffer of {}, but the launch passed a struct `{rust}`", param.ty));
+        return Some(format!("{} takes a buffer of {}, but the launch passed a struct `{rust}`", at(), param.ty));
     }
     if is_c_scalar(&param.ty) {
-        return Some(format!("{at} takes a {} scalar, but the launch passed a struct `{rust}`", param.ty));
+        return Some(format!("{} takes a {} scalar, but the launch passed a struct `{rust}`", at(), param.ty));
     }
     match layout {
         Some((want_size, want_align)) if (want_size, want_align) != (size, align) => Some(format!(
-            "{at} takes a `{}` of {want_size} bytes aligned to {want_align}, but the launch passed a `{rust}` of {size} bytes aligned to {align} (a field, its type or its order differs)",
+            "{} takes a `{}` of {want_size} bytes aligned to {want_align}, but the launch passed a `{rust}` of {size} bytes aligned to {align} (a field, its type or its order differs)",
+            at(),
             param.ty
         )),
         _ => None,

@@ -57,7 +57,8 @@ struct Retired {
 pub struct Shared<D: Device> {
     device: D,
     retired: Mutex<Vec<Retired>>,
-    spare: Mutex<Vec<EventId>>,
+    /// Spare marks: each `Arc` unique, so reusing one allocates nothing.
+    spare: Mutex<Vec<Arc<EventId>>>,
     cache: Cache,
     waiter: Arc<Waiter<D>>,
 }
@@ -95,7 +96,7 @@ impl<D: Device> Shared<D> {
         self.retired.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn spare(&self) -> MutexGuard<'_, Vec<EventId>> {
+    fn spare(&self) -> MutexGuard<'_, Vec<Arc<EventId>>> {
         self.spare.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -110,11 +111,11 @@ impl<D: Device> Shared<D> {
         // and waits keep what they captured (the contract of `record_event`).
         let event = match self.spare().pop() {
             Some(e) => e,
-            None => self.device.create_sync_event()?,
+            None => Arc::new(self.device.create_sync_event()?),
         };
         // SAFETY: the event is ours and unused (spare or new); the caller owns the stream.
-        match unsafe { self.device.record_event(event, stream) } {
-            Ok(()) => Ok(Mark(Arc::new(event))),
+        match unsafe { self.device.record_event(*event, stream) } {
+            Ok(()) => Ok(Mark(event)),
             Err(e) => {
                 self.spare().push(event);
                 Err(e)
@@ -124,7 +125,10 @@ impl<D: Device> Shared<D> {
 
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn recycle(&self, mark: Mark) {
-        if let Some(event) = Arc::into_inner(mark.0) {
+        let mut event = mark.0;
+        // Unique (no other clone, and marks make no weak references): no
+        // one else can use the event any more.
+        if Arc::get_mut(&mut event).is_some() {
             self.spare().push(event);
         }
     }
@@ -198,7 +202,7 @@ impl<D: Device> Drop for Shared<D> {
         self.reap();
         for event in std::mem::take(&mut *self.spare()) {
             // SAFETY: spare events are used by nobody (type invariant).
-            let _ = unsafe { self.device.destroy_event(event) };
+            let _ = unsafe { self.device.destroy_event(*event) };
         }
         // What remains is in use by work the device has not finished: the
         // backend's own drop waits for that work (after opening every gate)

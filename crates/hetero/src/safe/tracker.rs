@@ -29,7 +29,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use smallvec::SmallVec;
 
 use super::shared::{Mark, Pending, Shared};
-use crate::device::{Device, INLINE_ARGS, StreamId};
+use crate::device::{Device, StreamId};
 use crate::error::Result;
 
 /// Whether an operation reads or writes the tracked memory.
@@ -104,25 +104,31 @@ pub(crate) struct Tracker {
     state: Mutex<State>,
 }
 
-/// One operation's uses of one allocation: byte range and access.
-type Uses = SmallVec<[(Range<usize>, Access); 2]>;
+/// Allocations (and uses) one operation keeps inline; more spill to the heap.
+const INLINE_VIEWS: usize = 8;
 
-/// The locked trackers of one operation, each with the uses the operation
-/// makes of it ([`Tracker::hold_all`]).
-pub(crate) struct Held<'a>(SmallVec<[(MutexGuard<'a, State>, Uses); INLINE_ARGS]>);
+/// The locked trackers of one operation and the uses it makes of them
+/// ([`Tracker::hold_all`]). Kept small: the layer's cost per operation is
+/// a few hundred nanoseconds, and moving a large inline array is a
+/// measurable share of it.
+pub(crate) struct Held<'a> {
+    /// One guard per distinct allocation, in address order.
+    guards: SmallVec<[MutexGuard<'a, State>; INLINE_VIEWS]>,
+    /// Each use: the index of its allocation's guard, byte range and access.
+    uses: SmallVec<[(usize, Range<usize>, Access); INLINE_VIEWS]>,
+}
 
 impl Held<'_> {
     /// Makes `stream` wait for conflicting earlier uses on other streams.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
-        for (state, uses) in &self.0 {
-            for (range, access) in uses {
-                let reads = state.reads.iter().filter(|_| *access == Access::Write);
-                for used in state.writes.iter().chain(reads) {
-                    if used.stream != stream && overlaps(&used.range, range) {
-                        // SAFETY: a live event of this device (type
-                        // invariant); the stream belongs to the caller.
-                        unsafe { device.stream_wait_event(stream, used.mark.id())? };
-                    }
+        for (guard, range, access) in &self.uses {
+            let state = &self.guards[*guard];
+            let reads = state.reads.iter().filter(|_| *access == Access::Write);
+            for used in state.writes.iter().chain(reads) {
+                if used.stream != stream && overlaps(&used.range, range) {
+                    // SAFETY: a live event of this device (type
+                    // invariant); the stream belongs to the caller.
+                    unsafe { device.stream_wait_event(stream, used.mark.id())? };
                 }
             }
         }
@@ -133,30 +139,31 @@ impl Held<'_> {
     /// there by `mark` (one mark serves every range it uses). Marks it
     /// replaces go back to `shared`.
     pub(crate) fn after<D: Device>(&mut self, shared: &Shared<D>, stream: StreamId, mark: &Mark) {
-        for (state, uses) in &mut self.0 {
-            for (range, access) in uses.iter() {
-                let list = match access {
-                    // Every use within a write's range is ordered before it
-                    // (the waits above), so the write stands for them.
-                    Access::Write => {
-                        State::remove(&mut state.reads, shared, |u| !covers(range, &u.range));
-                        State::remove(&mut state.writes, shared, |u| !covers(range, &u.range));
-                        &mut state.writes
-                    }
-                    Access::Read => &mut state.reads,
-                };
-                // One entry per stream and kind: a later use on the same
-                // stream completes after the earlier one, so its mark with
-                // the union's hull stands for both (waiters may wait a
-                // little more than they must, never less).
-                match list.iter_mut().find(|u| u.stream == stream) {
-                    Some(entry) => {
-                        entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
-                        shared.recycle(std::mem::replace(&mut entry.mark, mark.clone()));
-                    }
-                    None => list.push(Use { stream, range: range.clone(), mark: mark.clone() }),
+        for (guard, range, access) in &self.uses {
+            let state = &mut *self.guards[*guard];
+            let list = match access {
+                // Every use within a write's range is ordered before it
+                // (the waits above), so the write stands for them.
+                Access::Write => {
+                    State::remove(&mut state.reads, shared, |u| !covers(range, &u.range));
+                    State::remove(&mut state.writes, shared, |u| !covers(range, &u.range));
+                    &mut state.writes
                 }
+                Access::Read => &mut state.reads,
+            };
+            // One entry per stream and kind: a later use on the same
+            // stream completes after the earlier one, so its mark with
+            // the union's hull stands for both (waiters may wait a
+            // little more than they must, never less).
+            match list.iter_mut().find(|u| u.stream == stream) {
+                Some(entry) => {
+                    entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
+                    shared.recycle(std::mem::replace(&mut entry.mark, mark.clone()));
+                }
+                None => list.push(Use { stream, range: range.clone(), mark: mark.clone() }),
             }
+        }
+        for state in &mut self.guards {
             if state.writes.len() + state.reads.len() > PRUNE_ABOVE {
                 state.prune(shared);
             }
@@ -174,20 +181,18 @@ impl Tracker {
     /// many views of it the operation has, taken in address order so that
     /// threads locking overlapping sets cannot deadlock.
     pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
-        let mut uses: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_ARGS]> = views.collect();
-        uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
-        let mut held: SmallVec<[(MutexGuard<'a, State>, Uses); INLINE_ARGS]> = SmallVec::new();
+        let mut sorted: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_VIEWS]> = views.collect();
+        sorted.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
+        let mut held = Held { guards: SmallVec::new(), uses: SmallVec::new() };
         let mut last: Option<&'a Tracker> = None;
-        for (tracker, range, access) in uses {
-            match held.last_mut() {
-                Some((_, list)) if last.is_some_and(|l| std::ptr::eq(l, tracker)) => list.push((range, access)),
-                _ => {
-                    held.push((tracker.lock(), SmallVec::from_iter([(range, access)])));
-                    last = Some(tracker);
-                }
+        for (tracker, range, access) in sorted {
+            if !last.is_some_and(|l| std::ptr::eq(l, tracker)) {
+                held.guards.push(tracker.lock());
+                last = Some(tracker);
             }
+            held.uses.push((held.guards.len() - 1, range, access));
         }
-        Held(held)
+        held
     }
 
     /// Blocks the host until every pending use has completed.
@@ -242,8 +247,9 @@ mod tests {
     fn one_allocation_twice_in_an_operation_is_locked_once() {
         let tracker = Tracker::default();
         let held = Tracker::hold_all([(&tracker, 0..8, Access::Read), (&tracker, 0..8, Access::Write)].into_iter());
-        assert_eq!(held.0.len(), 1);
-        assert_eq!(held.0[0].1.len(), 2, "both uses are kept under the one lock");
+        assert_eq!(held.guards.len(), 1);
+        assert_eq!(held.uses.len(), 2, "both uses are kept under the one lock");
+        assert!(held.uses.iter().all(|(guard, ..)| *guard == 0));
     }
 
     /// Guards the lock order: two threads whose operations use the same two

@@ -470,30 +470,31 @@ impl<R: Runtime> Device for GpuDevice<R> {
             kernel.static_shared as u64,
         )?;
         // Device pointers of the buffer arguments, at stable addresses for
-        // the launch. Launches of up to `INLINE_ARGS` arguments allocate nothing.
-        let mut pointers = args
-            .iter()
-            .map(|arg| match *arg {
+        // the launch. Launches of up to `INLINE_ARGS` arguments allocate
+        // nothing; plain loops, since collecting into a `Result` moves the
+        // inline arrays.
+        let mut pointers: SmallVec<[Option<R::Ptr>; INLINE_ARGS]> = SmallVec::new();
+        for arg in args {
+            pointers.push(match *arg {
                 KernelArg::Buffer { alloc, offset } => {
                     let mem = self.allocs.get("launch", alloc.0)?;
                     check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
-                    Ok(Some(mem.device_ptr("launch", offset)?))
+                    Some(mem.device_ptr("launch", offset)?)
                 }
-                _ => Ok(None),
-            })
-            .collect::<Result<SmallVec<[Option<R::Ptr>; INLINE_ARGS]>>>()?;
+                _ => None,
+            });
+        }
         // The runtime reads each parameter's bytes through its pointer, with
         // the size the kernel declares (it only reads them): a buffer's
         // device pointer, or a scalar's bytes in `args`, at an address aligned
         // for its type (struct bytes are 8-byte aligned).
-        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = pointers
-            .iter_mut()
-            .zip(args)
-            .map(|(pointer, arg)| match pointer {
+        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
+        for (pointer, arg) in pointers.iter_mut().zip(args) {
+            params.push(match pointer {
                 Some(p) => (p as *mut R::Ptr).cast(),
                 None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
-            })
-            .collect();
+            });
+        }
         let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
         // SAFETY: params point into `pointers` and `args`, alive for the call (the runtime
         // reads and copies them at launch, never writes); sizes are validated; the caller guarantees

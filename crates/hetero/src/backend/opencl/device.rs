@@ -13,6 +13,7 @@ use opencl3::device::Device as ClDevice;
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
 use opencl3::memory::{CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region, create_sub_buffer};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
+use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
 use super::event::{ClEvent, is_complete};
@@ -21,8 +22,9 @@ use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
 use crate::backend::handles::Handles;
 use crate::device::{
-    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
+    ModuleId, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits,
+    check_range,
 };
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
@@ -498,7 +500,7 @@ impl Device for OpenClDevice {
         // Buffers at an offset become sub-buffers, released once enqueued
         // (the runtime keeps them alive for the command).
         let mut subs: Vec<SubBuffer> = Vec::new();
-        let mut mems: Vec<cl_mem> = Vec::with_capacity(args.len());
+        let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
         for arg in args {
             if let KernelArg::Buffer { alloc, offset } = *arg {
                 let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
