@@ -46,6 +46,7 @@ mod device;
 mod error;
 pub mod host_kernel;
 pub mod safe;
+mod shard;
 mod signature;
 pub mod testing;
 

@@ -16,6 +16,7 @@ use super::alloc::{AllocatorOptions, Cache, MemoryKind};
 use super::completion::Waiter;
 use crate::device::{AllocId, Device, EventId, StreamId};
 use crate::error::Result;
+use crate::shard::{self, Sharded};
 
 /// An untimed event recorded after one operation, shared by the trackers
 /// of every allocation the operation used: one record per operation, not
@@ -57,8 +58,10 @@ struct Retired {
 pub struct Shared<D: Device> {
     device: D,
     retired: Mutex<Vec<Retired>>,
-    /// Spare marks: each `Arc` unique, so reusing one allocates nothing.
-    spare: Mutex<Vec<Arc<EventId>>>,
+    /// Spare marks, per shard ([`crate::shard`]) so that threads enqueuing
+    /// at once do not contend for one list: each `Arc` unique, so reusing
+    /// one allocates nothing.
+    spare: Sharded<Mutex<Vec<Arc<EventId>>>>,
     cache: Cache,
     waiter: Arc<Waiter<D>>,
 }
@@ -73,13 +76,7 @@ impl<D: Device> Deref for Shared<D> {
 impl<D: Device> Shared<D> {
     pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
         let cache = Cache::new(options, device.info().total_memory);
-        Self {
-            device,
-            retired: Mutex::new(Vec::new()),
-            spare: Mutex::new(Vec::new()),
-            cache,
-            waiter: Arc::new(Waiter::new()),
-        }
+        Self { device, retired: Mutex::new(Vec::new()), spare: shard::each(), cache, waiter: Arc::new(Waiter::new()) }
     }
 
     /// The caching allocator's blocks and statistics.
@@ -96,8 +93,9 @@ impl<D: Device> Shared<D> {
         self.retired.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The calling thread's spare marks.
     fn spare(&self) -> MutexGuard<'_, Vec<Arc<EventId>>> {
-        self.spare.lock().unwrap_or_else(PoisonError::into_inner)
+        self.spare[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Records a mark at the current end of `stream` (a spare event, or a
@@ -200,7 +198,9 @@ impl<D: Device> Drop for Shared<D> {
             self.cache.trim(self, kind);
         }
         self.reap();
-        for event in std::mem::take(&mut *self.spare()) {
+        let spare =
+            self.spare.iter_mut().flat_map(|s| std::mem::take(s.0.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        for event in spare.collect::<Vec<_>>() {
             // SAFETY: spare events are used by nobody (type invariant).
             let _ = unsafe { self.device.destroy_event(*event) };
         }

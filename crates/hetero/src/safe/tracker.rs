@@ -108,22 +108,36 @@ pub(crate) struct Tracker {
 const INLINE_VIEWS: usize = 8;
 
 /// The locked trackers of one operation and the uses it makes of them
-/// ([`Tracker::hold_all`]). Kept small: the layer's cost per operation is
-/// a few hundred nanoseconds, and moving a large inline array is a
-/// measurable share of it.
+/// ([`Tracker::hold_all`]). Kept small and built in place: the layer's
+/// cost per operation is a hundred nanoseconds or so, and moving a large
+/// inline array is a measurable share of it.
 pub(crate) struct Held<'a> {
-    /// One guard per distinct allocation, in address order.
+    /// Each use: its allocation's tracker, byte range and access, sorted by
+    /// tracker address (the uses of one allocation are adjacent).
+    uses: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_VIEWS]>,
+    /// One guard per distinct tracker of `uses`, in the same order.
     guards: SmallVec<[MutexGuard<'a, State>; INLINE_VIEWS]>,
-    /// Each use: the index of its allocation's guard, byte range and access.
-    uses: SmallVec<[(usize, Range<usize>, Access); INLINE_VIEWS]>,
+}
+
+/// The index in [`Held::guards`] of each use, walking the sorted uses.
+fn guard_indices<'h>(
+    uses: &'h [(&Tracker, Range<usize>, Access)],
+) -> impl Iterator<Item = (usize, &'h Range<usize>, Access)> {
+    let mut index = 0;
+    uses.iter().enumerate().map(move |(k, (tracker, range, access))| {
+        if k > 0 && !std::ptr::eq(uses[k - 1].0, *tracker) {
+            index += 1;
+        }
+        (index, range, *access)
+    })
 }
 
 impl Held<'_> {
     /// Makes `stream` wait for conflicting earlier uses on other streams.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
-        for (guard, range, access) in &self.uses {
-            let state = &self.guards[*guard];
-            let reads = state.reads.iter().filter(|_| *access == Access::Write);
+        for (guard, range, access) in guard_indices(&self.uses) {
+            let state = &self.guards[guard];
+            let reads = state.reads.iter().filter(|_| access == Access::Write);
             for used in state.writes.iter().chain(reads) {
                 if used.stream != stream && overlaps(&used.range, range) {
                     // SAFETY: a live event of this device (type
@@ -139,8 +153,8 @@ impl Held<'_> {
     /// there by `mark` (one mark serves every range it uses). Marks it
     /// replaces go back to `shared`.
     pub(crate) fn after<D: Device>(&mut self, shared: &Shared<D>, stream: StreamId, mark: &Mark) {
-        for (guard, range, access) in &self.uses {
-            let state = &mut *self.guards[*guard];
+        for (guard, range, access) in guard_indices(&self.uses) {
+            let state = &mut *self.guards[guard];
             let list = match access {
                 // Every use within a write's range is ordered before it
                 // (the waits above), so the write stands for them.
@@ -181,16 +195,14 @@ impl Tracker {
     /// many views of it the operation has, taken in address order so that
     /// threads locking overlapping sets cannot deadlock.
     pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
-        let mut sorted: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_VIEWS]> = views.collect();
-        sorted.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
-        let mut held = Held { guards: SmallVec::new(), uses: SmallVec::new() };
+        let mut held = Held { uses: views.collect(), guards: SmallVec::new() };
+        held.uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
         let mut last: Option<&'a Tracker> = None;
-        for (tracker, range, access) in sorted {
+        for &(tracker, ..) in &held.uses {
             if !last.is_some_and(|l| std::ptr::eq(l, tracker)) {
                 held.guards.push(tracker.lock());
                 last = Some(tracker);
             }
-            held.uses.push((held.guards.len() - 1, range, access));
         }
         held
     }
@@ -249,7 +261,7 @@ mod tests {
         let held = Tracker::hold_all([(&tracker, 0..8, Access::Read), (&tracker, 0..8, Access::Write)].into_iter());
         assert_eq!(held.guards.len(), 1);
         assert_eq!(held.uses.len(), 2, "both uses are kept under the one lock");
-        assert!(held.uses.iter().all(|(guard, ..)| *guard == 0));
+        assert!(super::guard_indices(&held.uses).all(|(guard, ..)| guard == 0));
     }
 
     /// Guards the lock order: two threads whose operations use the same two
