@@ -14,6 +14,7 @@ mod raw_cuda;
 mod raw_hip;
 #[cfg(feature = "opencl")]
 mod raw_opencl;
+mod threads;
 mod typed;
 
 use std::process::ExitCode;
@@ -165,6 +166,8 @@ struct DeviceResult {
     growth: Option<growth::Growth>,
     /// The conformance pull workload's device time per batch.
     pull: Vec<pull::PullCost>,
+    /// Pull-shaped batches per second with several host threads.
+    threads: Vec<threads::ThreadRate>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -198,6 +201,13 @@ struct Cli {
     /// Runs of the pull workload per device, the devices taking turns (the median counts).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
     pull_repeats: u16,
+    /// Host thread counts of the thread-scaling measurement, comma-separated
+    /// (one thread is always measured too, for the speed-ups).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4", value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: Vec<u16>,
+    /// Batches each thread enqueues in the thread-scaling measurement (0: skip it).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    thread_batches: u32,
 }
 
 /// A vendor path: its name, the hetero path it is compared with, the path.
@@ -233,6 +243,7 @@ fn main() -> ExitCode {
                 paths: Vec::new(),
                 growth: None,
                 pull: Vec::new(),
+                threads: Vec::new(),
                 errors: Vec::new(),
             }
         })
@@ -288,6 +299,37 @@ fn main() -> ExitCode {
             Some(Ok(g)) => result.growth = Some(g),
             Some(Err(e)) => result.errors.push(format!("growth: {e}")),
             None => {}
+        }
+    }
+    // Thread scaling, one device at a time (threads.rs): hetero's untimed
+    // streams against the vendor path they compare with.
+    let mut counts: Vec<usize> = cli.threads.iter().map(|&t| usize::from(t)).chain([1]).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let thread_batches = usize::try_from(cli.thread_batches).unwrap_or(usize::MAX);
+    for ((backend, ctx), result) in contexts.iter().zip(&mut results) {
+        if thread_batches == 0 {
+            break;
+        }
+        let (backend, name) = (*backend, ctx.info().name.clone());
+        let paths: Vec<(&'static str, threads::Make<'_>)> = vec![
+            ("hetero-untimed", Box::new(|| typed::path(ctx, false))),
+            (
+                "raw",
+                Box::new(move || {
+                    raw(backend, &name)?
+                        .into_iter()
+                        .find(|(path, ..)| *path == "raw")
+                        .map(|(.., path)| path)
+                        .ok_or_else(|| "no raw path on this backend".into())
+                }),
+            ),
+        ];
+        // The host backend has no vendor path to compare with.
+        let paths: Vec<_> = if backend == Backend::Host { paths.into_iter().take(1).collect() } else { paths };
+        match threads::measure(&paths, &counts, thread_batches) {
+            Ok(rates) => result.threads = rates,
+            Err(e) => result.errors.push(format!("threads: {e}")),
         }
     }
     // Pull a few times, the devices in turn, so that a slow stretch of the
@@ -392,8 +434,38 @@ fn print_table(result: &DeviceResult) {
             p.us_per_batch,
         );
     }
+    print_threads(&result.threads);
     for e in &result.errors {
         println!("error: {e}");
+    }
+}
+
+/// Batches per second at each thread count, and the speed-up over one thread.
+fn print_threads(rates: &[threads::ThreadRate]) {
+    let Some(first) = rates.first() else { return };
+    println!(
+        "threads: pull-shaped batches per second ({} per thread: tracked 4 KiB copy in, tracked launch, copy out), each thread on its own stream",
+        first.batches
+    );
+    let mut counts: Vec<usize> = rates.iter().map(|r| r.threads).collect();
+    counts.dedup();
+    print!("{:<20}", "path");
+    for t in &counts {
+        print!(" {:>18}", format!("{t} thread{}", if *t == 1 { "" } else { "s" }));
+    }
+    println!();
+    let mut paths: Vec<&str> = rates.iter().map(|r| r.path).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    for path in paths {
+        print!("{path:<20}");
+        for t in &counts {
+            match rates.iter().find(|r| r.path == path && r.threads == *t) {
+                Some(r) => print!(" {:>10.0} ({:.2}x)", r.batches_per_s, r.speedup),
+                None => print!(" {:>18}", "-"),
+            }
+        }
+        println!();
     }
 }
 
