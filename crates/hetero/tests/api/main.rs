@@ -37,6 +37,7 @@ macro_rules! backend_tests {
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
             #[case::wait_alone(semantics::a_wait_alone_holds_the_stream)]
             #[case::shared_stream(semantics::threads_sharing_a_stream_wait_for_their_own_work)]
+            #[case::shared_kernel(semantics::threads_launching_one_kernel_keep_their_arguments)]
             #[case::recording_then_idle(semantics::a_completed_recording_leaves_its_stream_idle)]
             #[case::helpers(semantics::helpers_upload_download_zeros_and_whole_buffers)]
             #[case::copy_out_of_bounds(bad_input::copy_out_of_bounds)]

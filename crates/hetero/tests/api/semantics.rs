@@ -521,6 +521,40 @@ pub fn threads_sharing_a_stream_wait_for_their_own_work(ctx: &Context) {
     stream.synchronize().unwrap();
 }
 
+/// Threads launching one kernel at once, each on its own stream and
+/// buffer with its own arguments, each get their own results. Guards the
+/// per-thread kernel objects of OpenCL (arguments are set on the object,
+/// then captured by the enqueue): threads sharing an object without the
+/// lock would launch with each other's arguments.
+pub fn threads_launching_one_kernel_keep_their_arguments(ctx: &Context) {
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..12u32 {
+            let kernel = &kernel;
+            scope.spawn(move || {
+                let stream = ctx.untimed_stream().unwrap();
+                let n = 256u32;
+                let mut x = stream.alloc_zeros::<u32>(n as usize).unwrap();
+                for _ in 0..200 {
+                    let xs = x.slice_mut(..).unwrap();
+                    // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
+                    unsafe {
+                        stream
+                            .launch(
+                                kernel,
+                                LaunchConfig::linear(n.div_ceil(64), 64, 0),
+                                &[(&xs).into(), n.into(), 1u32.into(), (t + 1).into()],
+                            )
+                            .unwrap();
+                    }
+                }
+                let got = stream.download(&x).unwrap();
+                assert!(got.iter().all(|&v| v == 200 * (t + 1)), "thread {t} got {:?}", &got[..4]);
+            });
+        }
+    });
+}
+
 /// Disjoint halves of one buffer are tracked per range (defect: tracking
 /// per allocation serialised two streams writing different halves): with
 /// one stream held by a gate while it writes the lower half, another

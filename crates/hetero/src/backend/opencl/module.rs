@@ -14,6 +14,7 @@ use opencl3::types::cl_device_id;
 
 use super::error::{cl_error, error, from_cl};
 use crate::error::{ErrorKind, Result};
+use crate::shard::{self, Padded, SHARDS, Sharded};
 
 /// Builds `source` for `device`; the error message is the build log.
 pub(super) fn build(context: &Context, device: cl_device_id, source: &str) -> Result<Program> {
@@ -36,11 +37,14 @@ pub(super) fn build(context: &Context, device: cl_device_id, source: &str) -> Re
     Ok(program)
 }
 
-/// One kernel object with what launches need to know about it.
+/// One kernel, as a kernel object per shard ([`crate::shard`]), with what
+/// launches need to know about it.
 pub(super) struct ClKernel {
     /// clSetKernelArg and the enqueue that captures the arguments must not
-    /// interleave between threads.
-    kernel: Mutex<Kernel>,
+    /// interleave between threads; with an object per shard, threads
+    /// launching one kernel at once each set their own arguments instead
+    /// of waiting for each other's enqueues.
+    instances: Sharded<Mutex<Kernel>>,
     pub(super) name: String,
     /// Parameters the kernel declares.
     pub(super) num_args: u32,
@@ -50,27 +54,33 @@ pub(super) struct ClKernel {
     pub(super) static_local: u64,
 }
 
+fn create(program: &Program, name: &str) -> Result<Kernel> {
+    Kernel::create(program, name).map_err(|e| {
+        let mut err = cl_error("clCreateKernel", e.0);
+        if err.kind == ErrorKind::KernelNotFound || e.0 == opencl3::error_codes::CL_INVALID_KERNEL_NAME {
+            err.kind = ErrorKind::KernelNotFound;
+            err.message = format!("no kernel `{name}` in the module ({})", err.message);
+        }
+        err
+    })
+}
+
 impl ClKernel {
     pub(super) fn new(program: &Program, device: cl_device_id, name: &str) -> Result<Self> {
-        let kernel = Kernel::create(program, name).map_err(|e| {
-            let mut err = cl_error("clCreateKernel", e.0);
-            if err.kind == ErrorKind::KernelNotFound || e.0 == opencl3::error_codes::CL_INVALID_KERNEL_NAME {
-                err.kind = ErrorKind::KernelNotFound;
-                err.message = format!("no kernel `{name}` in the module ({})", err.message);
-            }
-            err
-        })?;
-        Ok(Self {
-            num_args: kernel.num_args().map_err(from_cl("clGetKernelInfo"))?,
-            max_work_group: kernel.get_work_group_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?,
-            static_local: kernel.get_local_mem_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?,
-            kernel: Mutex::new(kernel),
-            name: name.to_string(),
-        })
+        let kernel = create(program, name)?;
+        let num_args = kernel.num_args().map_err(from_cl("clGetKernelInfo"))?;
+        let max_work_group = kernel.get_work_group_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
+        let static_local = kernel.get_local_mem_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
+        let mut instances = vec![Padded(Mutex::new(kernel))];
+        for _ in 1..SHARDS {
+            instances.push(Padded(Mutex::new(create(program, name)?)));
+        }
+        Ok(Self { instances: instances.into(), name: name.to_string(), num_args, max_work_group, static_local })
     }
 
-    /// Exclusive access for setting arguments and enqueueing.
+    /// Exclusive access to the calling thread's kernel object, for setting
+    /// arguments and enqueueing.
     pub(super) fn lock(&self) -> MutexGuard<'_, Kernel> {
-        self.kernel.lock().unwrap_or_else(PoisonError::into_inner)
+        self.instances[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
