@@ -72,6 +72,17 @@ impl<T> Handles<T> {
         self.read().get(&id).cloned().ok_or_else(|| self.invalid(call, id))
     }
 
+    /// Calls `f` with the object with `id`, under the calling thread's read
+    /// lock instead of through a new reference: an object all threads use
+    /// (a kernel) then has no reference count that every call writes. `f`
+    /// must not use this table (a second read lock on one thread can wait
+    /// for a writer queued behind the first).
+    pub(crate) fn with<R>(&self, call: &'static str, id: u64, f: impl FnOnce(&T) -> R) -> Result<R> {
+        let copy = self.read();
+        let object = copy.get(&id).ok_or_else(|| self.invalid(call, id))?;
+        Ok(f(object))
+    }
+
     /// Removes and returns the object with `id`.
     pub(crate) fn remove(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
         let mut removed = None;

@@ -135,9 +135,10 @@ impl<R: Runtime> GpuDevice<R> {
 
     /// The device address of a checked range of device memory.
     fn address(&self, call: &'static str, range: DeviceRange) -> Result<R::Ptr> {
-        let mem = self.allocs.get(call, range.alloc.0)?;
-        check_range(R::BACKEND, call, range.offset, range.len, mem.size)?;
-        mem.device_ptr(call, range.offset)
+        self.allocs.with(call, range.alloc.0, |mem| {
+            check_range(R::BACKEND, call, range.offset, range.len, mem.size)?;
+            mem.device_ptr(call, range.offset)
+        })?
     }
 
     fn new_event(&self, timing: bool) -> Result<EventId> {
@@ -460,7 +461,27 @@ impl<R: Runtime> Device for GpuDevice<R> {
     ) -> Result<()> {
         self.enter()?;
         config.validate(&self.info, "launch")?;
-        let kernel = self.kernels.get("launch", kernel.0)?;
+        // Under the kernel table's read lock: every thread launches the same
+        // kernels, so a reference count per launch would be a shared write.
+        self.kernels.with("launch", kernel.0, |kernel| {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.launch_kernel(kernel, config, args, stream) }
+        })?
+    }
+}
+
+impl<R: Runtime> GpuDevice<R> {
+    /// [`Device::launch`] once the kernel is found.
+    ///
+    /// # Safety
+    /// As [`Device::launch`].
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &GpuKernel<R>,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
         let held = self.stream("launch", stream)?;
         check_kernel_limits(
             &self.info,
@@ -477,9 +498,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         for arg in args {
             pointers.push(match *arg {
                 KernelArg::Buffer { alloc, offset } => {
-                    let mem = self.allocs.get("launch", alloc.0)?;
-                    check_range(R::BACKEND, "launch", offset, 0, mem.size)?;
-                    Some(mem.device_ptr("launch", offset)?)
+                    Some(self.address("launch", DeviceRange { alloc, offset, len: 0 })?)
                 }
                 _ => None,
             });

@@ -478,7 +478,27 @@ impl Device for OpenClDevice {
         stream: StreamId,
     ) -> Result<()> {
         config.validate(&self.info, "launch")?;
-        let kernel = self.kernels.get("launch", kernel.0)?;
+        // Under the kernel table's read lock: every thread launches the same
+        // kernels, so a reference count per launch would be a shared write.
+        self.kernels.with("launch", kernel.0, |kernel| {
+            // SAFETY: the caller's contract, passed on.
+            unsafe { self.launch_kernel(kernel, config, args, stream) }
+        })?
+    }
+}
+
+impl OpenClDevice {
+    /// [`Device::launch`] once the kernel is found.
+    ///
+    /// # Safety
+    /// As [`Device::launch`].
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &ClKernel,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
         let queue = self.queue("launch", stream)?;
         check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
         let dynamic_local = match kernel.num_args as usize {
