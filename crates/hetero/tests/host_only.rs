@@ -123,3 +123,43 @@ fn awaiting_faulted_work_returns_the_fault() {
     b.wait(&done).unwrap();
     assert_eq!(futures::executor::block_on(b.synchronize_async()).unwrap_err().kind, ErrorKind::KernelFault);
 }
+
+/// Guards against holding a buffer's tracker across the enqueue: threads
+/// reading one shared buffer (a framework's shared inputs) took turns for
+/// each other's driver calls, so a blocking read of it stalled every other
+/// reader. Here a blocking copy out of `x` waits behind a gate on one
+/// stream while another thread's copy out of `x` on another stream must
+/// go through; the gate opens either way, so a failure cannot hang.
+#[test]
+fn readers_of_one_buffer_do_not_wait_for_each_others_enqueues() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    let ctx = Context::new(HostDevice::new());
+    let (gated, free) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let gate = ctx.user_event().unwrap();
+    let x = free.upload(&[7u32; 256]).unwrap();
+    let mut y = ctx.alloc::<u32>(256).unwrap();
+    gated.wait(&gate).unwrap();
+    let (done, finished) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut out = vec![0u32; 256];
+            // Blocks until the gate opens.
+            gated.copy_to_host(&x, &mut out).unwrap();
+            assert!(out.iter().all(|&v| v == 7));
+        });
+        // Give the blocking copy time to start.
+        std::thread::sleep(Duration::from_millis(100));
+        let (free, x, y) = (&free, &x, &mut y);
+        scope.spawn(move || {
+            free.copy(x, y).unwrap();
+            free.synchronize().unwrap();
+            let _ = done.send(());
+        });
+        let passed = finished.recv_timeout(Duration::from_secs(10)).is_ok();
+        gate.complete().unwrap();
+        assert!(passed, "a copy out of a shared buffer waited for another thread's blocked read of it");
+    });
+    assert_eq!(free.download(&y).unwrap(), vec![7u32; 256]);
+}

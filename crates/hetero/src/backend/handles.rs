@@ -77,6 +77,7 @@ impl<T> Handles<T> {
     /// (a kernel) then has no reference count that every call writes. `f`
     /// must not use this table (a second read lock on one thread can wait
     /// for a writer queued behind the first).
+    #[cfg_attr(not(any(feature = "opencl", feature = "cuda", feature = "hip")), allow(dead_code))]
     pub(crate) fn with<R>(&self, call: &'static str, id: u64, f: impl FnOnce(&T) -> R) -> Result<R> {
         let copy = self.read();
         let object = copy.get(&id).ok_or_else(|| self.invalid(call, id))?;

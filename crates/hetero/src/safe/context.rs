@@ -1,7 +1,7 @@
 //! [`Context`]: the entry to the typed layer for one device.
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
 
@@ -102,7 +102,7 @@ impl<D: Device> Context<D> {
     /// A new stream with explicit flags.
     pub fn stream_with(&self, flags: StreamFlags) -> Result<Stream<D>> {
         let id = self.device.create_stream(flags)?;
-        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing })
+        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(()) })
     }
 
     /// A new event.

@@ -1,8 +1,8 @@
 //! Streams of the typed layer: copies, fills and launches with automatic
 //! cross-stream ordering (see the tracker module for the rules).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytemuck::Pod;
 use smallvec::SmallVec;
@@ -25,6 +25,9 @@ pub struct Stream<D: Device = AnyDevice> {
     pub(crate) id: StreamId,
     /// Whether events recorded here can be timed ([`crate::StreamFlags::timing`]).
     pub(crate) timing: bool,
+    /// Held by an operation from its enqueue to its tracking record
+    /// (`Stream::tracked`), for threads that share the stream.
+    pub(crate) order: Mutex<()>,
 }
 
 impl<D: Device> std::fmt::Debug for Stream<D> {
@@ -232,20 +235,28 @@ impl<D: Device> Stream<D> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
-        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access)));
-        // A failure here leaves some device-side waits queued and no work: harmless.
-        held.before(&**self.device, self.id)?;
+        let uses = || views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access));
+        // The trackers are held for the waits and again for the record, not
+        // across the enqueue: a use that conflicts with this one needs an
+        // overlapping view, which the borrow rules keep out for this whole
+        // call (a write needs `&mut`), so none can be stored meanwhile; and
+        // threads reading one buffer (shared inputs) do not take turns for
+        // each other's driver calls. A failure here leaves some device-side
+        // waits queued and no work: harmless.
+        Tracker::hold_all(uses()).before(&**self.device, self.id)?;
+        // One operation of this stream at a time from enqueue to record, so
+        // that marks reach the trackers in stream order (a later mark stands
+        // for the earlier ones of its stream).
+        let _order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
         enqueue()?;
         // SAFETY: the stream is owned by self.
         match unsafe { self.device.mark(self.id) } {
             Ok(mark) => {
-                held.after(&self.device, self.id, &mark);
-                drop(held);
+                Tracker::hold_all(uses()).after(&self.device, self.id, &mark);
                 self.device.recycle(mark);
                 Ok(())
             }
             Err(e) => {
-                drop(held);
                 // SAFETY: the stream is owned by self. Its result does not
                 // matter: it returns once the work is done or can never run.
                 let _ = unsafe { self.device.synchronize_stream(self.id) };

@@ -22,6 +22,16 @@
 //! synchronises every stored event; freeing the allocation is deferred
 //! until they have all completed ([`super::shared::Shared::retire`]), so no
 //! queued work can touch freed or host-borrowed memory, and no drop blocks.
+//!
+//! Threads: an operation locks its trackers for its waits, lets them go
+//! for the enqueue, and locks them again to store its mark
+//! (`Stream::tracked`). Nothing that conflicts with it can be stored in
+//! between: a conflicting use needs an overlapping view while this one is
+//! borrowed, and a write needs `&mut` (views of disjoint ranges, which
+//! never conflict, are the only way to write one allocation from two
+//! places at once). Operations of one stream store their marks in stream
+//! order (the stream's own lock, from enqueue to store), which the "later
+//! mark stands for the earlier" rule needs when threads share a stream.
 
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -190,10 +200,11 @@ impl Tracker {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Locks the trackers of one operation's views for the whole
-    /// operation (waits, enqueue, record): one lock per allocation, however
-    /// many views of it the operation has, taken in address order so that
-    /// threads locking overlapping sets cannot deadlock.
+    /// Locks the trackers of one operation's views, for its waits or for
+    /// its record (not across its enqueue: see the module doc): one lock per
+    /// allocation, however many views of it the operation has, taken in
+    /// address order so that threads locking overlapping sets cannot
+    /// deadlock.
     pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
         let mut held = Held { uses: views.collect(), guards: SmallVec::new() };
         held.uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
