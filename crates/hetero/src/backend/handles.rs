@@ -4,14 +4,15 @@
 //! handle issued by one device (or of another kind) is never found in
 //! another table and is refused with [`ErrorKind::InvalidHandle`].
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rustc_hash::FxHashMap;
 
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};
-use crate::shard::{self, Sharded};
+use crate::shard::{self, SHARDS, Sharded};
 
 /// Objects by id.
 type Table<T> = FxHashMap<u64, Arc<T>>;
@@ -22,35 +23,55 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// still busy (see [`Handles::retire`]).
 ///
 /// Every operation looks several objects up, from every host thread that
-/// enqueues, while objects come and go far less often. So each shard
-/// ([`crate::shard`]) keeps a copy of the table under its own lock: a
-/// lookup takes only its thread's shard, and threads on their own streams
-/// do not contend for one lock word; an insert or removal takes every
-/// shard's lock (in shard order), so all copies change at once.
+/// enqueues, while objects come and go far less often. So the table has a
+/// read gate per shard ([`crate::shard`]): a lookup read-locks only its
+/// thread's gate, and threads on their own streams do not write one lock
+/// word in common; an insert or removal write-locks every gate, in shard
+/// order, and so excludes every reader.
+///
+/// Invariant: `map` is read only under one gate's read lock and changed
+/// only under every gate's write lock.
 pub(crate) struct Handles<T> {
     backend: Backend,
     what: &'static str,
+    gates: Sharded<RwLock<()>>,
     /// Ids are ours, not an adversary's, so SipHash's resistance to chosen
     /// keys buys nothing; every operation does several lookups, each hashed
     /// with one multiply (`FxHash`).
-    shards: Sharded<RwLock<Table<T>>>,
+    map: UnsafeCell<Table<T>>,
     retired: Mutex<Vec<Arc<T>>>,
 }
+
+// SAFETY: the map is shared between threads only as the gates allow (type
+// invariant): reads under a read lock, changes under every write lock, as a
+// `RwLock<Table<T>>` would, which is `Sync` when `T` is `Send + Sync`.
+unsafe impl<T: Send + Sync> Sync for Handles<T> {}
 
 impl<T> Handles<T> {
     /// An empty table of objects described as `what` in errors (e.g. "stream").
     pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
-        Self { backend, what, shards: shard::each(), retired: Mutex::new(Vec::new()) }
+        Self {
+            backend,
+            what,
+            gates: shard::each(),
+            map: UnsafeCell::new(FxHashMap::default()),
+            retired: Mutex::new(Vec::new()),
+        }
     }
 
-    /// The calling thread's copy, for a lookup.
-    fn read(&self) -> RwLockReadGuard<'_, Table<T>> {
-        self.shards[shard::current()].0.read().unwrap_or_else(PoisonError::into_inner)
+    /// Calls `f` with the table, under the calling thread's read gate.
+    fn read<R>(&self, f: impl FnOnce(&Table<T>) -> R) -> R {
+        let _gate = self.gates[shard::current()].0.read().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: a gate is read-locked, so no change is under way (type invariant).
+        f(unsafe { &*self.map.get() })
     }
 
-    /// Every copy, locked in shard order, for a change.
-    fn write(&self) -> Vec<RwLockWriteGuard<'_, Table<T>>> {
-        self.shards.iter().map(|s| s.0.write().unwrap_or_else(PoisonError::into_inner)).collect()
+    /// Calls `f` with the table to change, under every gate's write lock.
+    fn write<R>(&self, f: impl FnOnce(&mut Table<T>) -> R) -> R {
+        let _gates: [_; SHARDS] =
+            std::array::from_fn(|shard| self.gates[shard].0.write().unwrap_or_else(PoisonError::into_inner));
+        // SAFETY: every gate is write-locked, so nothing else reads or changes the map.
+        f(unsafe { &mut *self.map.get() })
     }
 
     /// Stores `value` under a fresh id.
@@ -61,36 +82,28 @@ impl<T> Handles<T> {
     /// Stores an object that other ids may share (e.g. a cached module).
     pub(crate) fn insert_shared(&self, value: Arc<T>) -> u64 {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        for mut copy in self.write() {
-            copy.insert(id, Arc::clone(&value));
-        }
+        self.write(|map| map.insert(id, value));
         id
     }
 
     /// The object with `id`, or an `InvalidHandle` error naming `call`.
     pub(crate) fn get(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        self.read().get(&id).cloned().ok_or_else(|| self.invalid(call, id))
+        self.read(|map| map.get(&id).cloned()).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Calls `f` with the object with `id`, under the calling thread's read
-    /// lock instead of through a new reference: an object all threads use
+    /// gate instead of through a new reference: an object all threads use
     /// (a kernel) then has no reference count that every call writes. `f`
     /// must not use this table (a second read lock on one thread can wait
     /// for a writer queued behind the first).
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda", feature = "hip")), allow(dead_code))]
     pub(crate) fn with<R>(&self, call: &'static str, id: u64, f: impl FnOnce(&T) -> R) -> Result<R> {
-        let copy = self.read();
-        let object = copy.get(&id).ok_or_else(|| self.invalid(call, id))?;
-        Ok(f(object))
+        self.read(|map| map.get(&id).map(|object| f(object))).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Removes and returns the object with `id`.
     pub(crate) fn remove(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        let mut removed = None;
-        for mut copy in self.write() {
-            removed = copy.remove(&id).or(removed);
-        }
-        removed.ok_or_else(|| self.invalid(call, id))
+        self.write(|map| map.remove(&id)).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Releases `id` without dropping a busy object: it is kept until
@@ -107,11 +120,7 @@ impl<T> Handles<T> {
 
     /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
-        let mut copies = self.write();
-        let mut all: Vec<Arc<T>> = copies.first_mut().map(|c| c.drain().map(|(_, v)| v).collect()).unwrap_or_default();
-        for copy in copies.iter_mut().skip(1) {
-            copy.clear();
-        }
+        let mut all: Vec<Arc<T>> = self.write(|map| map.drain().map(|(_, v)| v).collect());
         all.append(&mut self.retired.lock().unwrap_or_else(PoisonError::into_inner));
         all
     }
@@ -141,7 +150,7 @@ mod tests {
         })
     }
 
-    /// Guards the sharded copies: an object inserted on one thread is found
+    /// Guards the sharded gates: an object inserted on one thread is found
     /// from every shard, and once removed (or taken by `take_all`) from none.
     #[test]
     fn every_shard_sees_inserts_and_removals() {

@@ -235,7 +235,6 @@ impl<D: Device> Stream<D> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
-        let uses = || views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access));
         // The trackers are held for the waits and again for the record, not
         // across the enqueue: a use that conflicts with this one needs an
         // overlapping view, which the borrow rules keep out for this whole
@@ -243,7 +242,9 @@ impl<D: Device> Stream<D> {
         // threads reading one buffer (shared inputs) do not take turns for
         // each other's driver calls. A failure here leaves some device-side
         // waits queued and no work: harmless.
-        Tracker::hold_all(uses()).before(&**self.device, self.id)?;
+        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access)));
+        held.before(&**self.device, self.id)?;
+        held.unlock();
         // One operation of this stream at a time from enqueue to record, so
         // that marks reach the trackers in stream order (a later mark stands
         // for the earlier ones of its stream).
@@ -252,7 +253,9 @@ impl<D: Device> Stream<D> {
         // SAFETY: the stream is owned by self.
         match unsafe { self.device.mark(self.id) } {
             Ok(mark) => {
-                Tracker::hold_all(uses()).after(&self.device, self.id, &mark);
+                held.lock();
+                held.after(&self.device, self.id, &mark);
+                drop(held);
                 self.device.recycle(mark);
                 Ok(())
             }

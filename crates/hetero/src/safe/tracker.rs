@@ -143,6 +143,22 @@ fn guard_indices<'h>(
 }
 
 impl Held<'_> {
+    /// Locks every tracker of the uses, in address order (the uses are sorted).
+    pub(crate) fn lock(&mut self) {
+        let mut last: Option<&Tracker> = None;
+        for &(tracker, ..) in &self.uses {
+            if !last.is_some_and(|l| std::ptr::eq(l, tracker)) {
+                self.guards.push(tracker.lock());
+                last = Some(tracker);
+            }
+        }
+    }
+
+    /// Lets every tracker go, keeping the uses for [`Held::lock`].
+    pub(crate) fn unlock(&mut self) {
+        self.guards.clear();
+    }
+
     /// Makes `stream` wait for conflicting earlier uses on other streams.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
         for (guard, range, access) in guard_indices(&self.uses) {
@@ -208,13 +224,7 @@ impl Tracker {
     pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
         let mut held = Held { uses: views.collect(), guards: SmallVec::new() };
         held.uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
-        let mut last: Option<&'a Tracker> = None;
-        for &(tracker, ..) in &held.uses {
-            if !last.is_some_and(|l| std::ptr::eq(l, tracker)) {
-                held.guards.push(tracker.lock());
-                last = Some(tracker);
-            }
-        }
+        held.lock();
         held
     }
 
