@@ -94,7 +94,7 @@ impl<R: Runtime> GpuDevice<R> {
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(b, "stream"),
             events: Handles::new(b, "event"),
-            allocs: Handles::new(b, "allocation"),
+            allocs: Handles::churning(b, "allocation"),
             modules: Handles::new(b, "module"),
             kernels: Handles::new(b, "kernel"),
         })

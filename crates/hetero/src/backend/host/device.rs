@@ -65,7 +65,7 @@ impl HostDevice {
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),
             events: Handles::new(Backend::Host, "event"),
-            allocs: Handles::new(Backend::Host, "allocation"),
+            allocs: Handles::churning(Backend::Host, "allocation"),
             modules: Handles::new(Backend::Host, "module"),
             kernels: Handles::new(Backend::Host, "kernel"),
             epoch: Instant::now(),

@@ -98,7 +98,7 @@ impl OpenClDevice {
             context,
             streams: Handles::new(Backend::OpenCl, "stream"),
             events: Handles::new(Backend::OpenCl, "event"),
-            allocs: Handles::new(Backend::OpenCl, "allocation"),
+            allocs: Handles::churning(Backend::OpenCl, "allocation"),
             modules: Handles::new(Backend::OpenCl, "module"),
             kernels: Handles::new(Backend::OpenCl, "kernel"),
         })
