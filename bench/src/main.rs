@@ -307,10 +307,8 @@ fn main() -> ExitCode {
     counts.sort_unstable();
     counts.dedup();
     let thread_batches = usize::try_from(cli.thread_batches).unwrap_or(usize::MAX);
-    for ((backend, ctx), result) in contexts.iter().zip(&mut results) {
-        if thread_batches == 0 {
-            break;
-        }
+    let scaled = if thread_batches == 0 { 0 } else { contexts.len() };
+    for ((backend, ctx), result) in contexts.iter().zip(&mut results).take(scaled) {
         let (backend, name) = (*backend, ctx.info().name.clone());
         let paths: Vec<(&'static str, threads::Make<'_>)> = vec![
             ("hetero-untimed", Box::new(|| typed::path(ctx, false))),

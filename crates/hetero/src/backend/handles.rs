@@ -147,15 +147,13 @@ impl<T> Handles<T> {
 
     /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
-        let mut all: Vec<Arc<T>> = match &self.store {
-            Store::Gated { .. } => self.write(0, |map| map.drain().map(|(_, v)| v).collect()),
-            Store::Split(maps) => maps
-                .iter()
-                .flat_map(|m| {
-                    m.0.write().unwrap_or_else(PoisonError::into_inner).drain().map(|(_, v)| v).collect::<Vec<_>>()
-                })
-                .collect(),
+        // One map, or one per shard (id `s` falls in shard `s`).
+        let maps = match self.store {
+            Store::Gated { .. } => 1,
+            Store::Split(_) => SHARDS as u64,
         };
+        let mut all: Vec<Arc<T>> =
+            (0..maps).flat_map(|s| self.write(s, |map| map.drain().map(|(_, v)| v).collect::<Vec<_>>())).collect();
         all.append(&mut self.retired.lock().unwrap_or_else(PoisonError::into_inner));
         all
     }

@@ -129,13 +129,18 @@ pub(crate) struct Held<'a> {
     guards: SmallVec<[MutexGuard<'a, State>; INLINE_VIEWS]>,
 }
 
+/// Whether use `k` of the sorted uses is the first of its tracker.
+fn first_of_tracker(uses: &[(&Tracker, Range<usize>, Access)], k: usize) -> bool {
+    k == 0 || !std::ptr::eq(uses[k - 1].0, uses[k].0)
+}
+
 /// The index in [`Held::guards`] of each use, walking the sorted uses.
 fn guard_indices<'h>(
     uses: &'h [(&Tracker, Range<usize>, Access)],
 ) -> impl Iterator<Item = (usize, &'h Range<usize>, Access)> {
     let mut index = 0;
-    uses.iter().enumerate().map(move |(k, (tracker, range, access))| {
-        if k > 0 && !std::ptr::eq(uses[k - 1].0, *tracker) {
+    uses.iter().enumerate().map(move |(k, (_, range, access))| {
+        if k > 0 && first_of_tracker(uses, k) {
             index += 1;
         }
         (index, range, *access)
@@ -145,11 +150,9 @@ fn guard_indices<'h>(
 impl Held<'_> {
     /// Locks every tracker of the uses, in address order (the uses are sorted).
     pub(crate) fn lock(&mut self) {
-        let mut last: Option<&Tracker> = None;
-        for &(tracker, ..) in &self.uses {
-            if !last.is_some_and(|l| std::ptr::eq(l, tracker)) {
-                self.guards.push(tracker.lock());
-                last = Some(tracker);
+        for k in 0..self.uses.len() {
+            if first_of_tracker(&self.uses, k) {
+                self.guards.push(self.uses[k].0.lock());
             }
         }
     }

@@ -151,6 +151,58 @@ impl<R: Runtime> GpuDevice<R> {
     fn pool(&self) -> Option<R::Stream> {
         self.pool_stream.as_ref().map(|s| s.raw)
     }
+
+    /// [`Device::launch`] once the kernel is found.
+    ///
+    /// # Safety
+    /// As [`Device::launch`].
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &GpuKernel<R>,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
+        let held = self.stream("launch", stream)?;
+        check_kernel_limits(
+            &self.info,
+            &kernel.name,
+            config,
+            u64::from(kernel.max_threads),
+            kernel.static_shared as u64,
+        )?;
+        // Device pointers of the buffer arguments, at stable addresses for
+        // the launch. Launches of up to `INLINE_ARGS` arguments allocate
+        // nothing; plain loops, since collecting into a `Result` moves the
+        // inline arrays.
+        let mut pointers: SmallVec<[Option<R::Ptr>; INLINE_ARGS]> = SmallVec::new();
+        for arg in args {
+            pointers.push(match *arg {
+                KernelArg::Buffer { alloc, offset } => {
+                    Some(self.address("launch", DeviceRange { alloc, offset, len: 0 })?)
+                }
+                _ => None,
+            });
+        }
+        // The runtime reads each parameter's bytes through its pointer, with
+        // the size the kernel declares (it only reads them): a buffer's
+        // device pointer, or a scalar's bytes in `args`, at an address aligned
+        // for its type (struct bytes are 8-byte aligned).
+        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
+        for (pointer, arg) in pointers.iter_mut().zip(args) {
+            params.push(match pointer {
+                Some(p) => (p as *mut R::Ptr).cast(),
+                None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
+            });
+        }
+        let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
+        // SAFETY: params point into `pointers` and `args`, alive for the call (the runtime
+        // reads and copies them at launch, never writes); sizes are validated; the caller guarantees
+        // the kernel's parameter types and memory accesses.
+        self.check(unsafe {
+            self.runtime.launch(kernel.function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
+        })
+    }
 }
 
 impl<R: Runtime> Drop for GpuDevice<R> {
@@ -467,59 +519,5 @@ impl<R: Runtime> Device for GpuDevice<R> {
             // SAFETY: the caller's contract, passed on.
             unsafe { self.launch_kernel(kernel, config, args, stream) }
         })?
-    }
-}
-
-impl<R: Runtime> GpuDevice<R> {
-    /// [`Device::launch`] once the kernel is found.
-    ///
-    /// # Safety
-    /// As [`Device::launch`].
-    unsafe fn launch_kernel(
-        &self,
-        kernel: &GpuKernel<R>,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-        stream: StreamId,
-    ) -> Result<()> {
-        let held = self.stream("launch", stream)?;
-        check_kernel_limits(
-            &self.info,
-            &kernel.name,
-            config,
-            u64::from(kernel.max_threads),
-            kernel.static_shared as u64,
-        )?;
-        // Device pointers of the buffer arguments, at stable addresses for
-        // the launch. Launches of up to `INLINE_ARGS` arguments allocate
-        // nothing; plain loops, since collecting into a `Result` moves the
-        // inline arrays.
-        let mut pointers: SmallVec<[Option<R::Ptr>; INLINE_ARGS]> = SmallVec::new();
-        for arg in args {
-            pointers.push(match *arg {
-                KernelArg::Buffer { alloc, offset } => {
-                    Some(self.address("launch", DeviceRange { alloc, offset, len: 0 })?)
-                }
-                _ => None,
-            });
-        }
-        // The runtime reads each parameter's bytes through its pointer, with
-        // the size the kernel declares (it only reads them): a buffer's
-        // device pointer, or a scalar's bytes in `args`, at an address aligned
-        // for its type (struct bytes are 8-byte aligned).
-        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
-        for (pointer, arg) in pointers.iter_mut().zip(args) {
-            params.push(match pointer {
-                Some(p) => (p as *mut R::Ptr).cast(),
-                None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
-            });
-        }
-        let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
-        // SAFETY: params point into `pointers` and `args`, alive for the call (the runtime
-        // reads and copies them at launch, never writes); sizes are validated; the caller guarantees
-        // the kernel's parameter types and memory accesses.
-        self.check(unsafe {
-            self.runtime.launch(kernel.function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
-        })
     }
 }

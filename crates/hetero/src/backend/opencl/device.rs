@@ -226,6 +226,99 @@ impl OpenClDevice {
             }
         }
     }
+
+    /// [`Device::launch`] once the kernel is found.
+    ///
+    /// # Safety
+    /// As [`Device::launch`].
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &ClKernel,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+    ) -> Result<()> {
+        let queue = self.queue("launch", stream)?;
+        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
+        let dynamic_local = match kernel.num_args as usize {
+            n if n == args.len() => false,
+            n if n == args.len() + 1 && config.shared_bytes > 0 => true,
+            n => {
+                return Err(error(
+                    "launch",
+                    ErrorKind::InvalidLaunch,
+                    format!(
+                        "kernel `{}` takes {n} parameters but the launch passed {} arguments{}",
+                        kernel.name,
+                        args.len(),
+                        if n == args.len() + 1 { " and no dynamic shared memory" } else { "" }
+                    ),
+                ));
+            }
+        };
+        // Buffers at an offset become sub-buffers, released once enqueued
+        // (the runtime keeps them alive for the command).
+        let mut subs: Vec<SubBuffer> = Vec::new();
+        let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
+        for arg in args {
+            if let KernelArg::Buffer { alloc, offset } = *arg {
+                let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
+                if offset == 0 {
+                    mems.push(mem.mem);
+                } else {
+                    let sub = self.sub_buffer(&mem, offset)?;
+                    subs.push(SubBuffer(sub));
+                    mems.push(sub);
+                }
+            }
+        }
+        let guard = kernel.lock();
+        let mut mem_iter = mems.iter();
+        for (index, arg) in args.iter().enumerate() {
+            let index = index as u32;
+            // SAFETY: each value matches the size passed; the kernel's
+            // parameter types are the caller's contract.
+            let set = unsafe {
+                match arg {
+                    KernelArg::Buffer { .. } => match mem_iter.next() {
+                        Some(mem) => guard.set_arg(index, mem),
+                        None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
+                    },
+                    scalar => {
+                        let bytes = scalar.value_bytes().unwrap_or_default();
+                        opencl3::kernel::set_kernel_arg(guard.get(), index, bytes.len(), bytes.as_ptr().cast())
+                            .map_err(opencl3::error_codes::ClError)
+                    }
+                }
+            };
+            set.map_err(from_cl("clSetKernelArg"))?;
+        }
+        if dynamic_local {
+            // SAFETY: the last parameter is the kernel's `__local` pointer.
+            unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
+                .map_err(from_cl("clSetKernelArg"))?;
+        }
+        let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
+        let local: [usize; 3] = config.block.map(|b| b as usize);
+        // SAFETY: arguments are set; sizes are validated; the caller
+        // guarantees the kernel stays within its buffers; the wait list is
+        // valid for the call.
+        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
+            enqueue_nd_range_kernel(
+                queue.queue.get(),
+                guard.get(),
+                3,
+                std::ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                n,
+                list,
+            )
+        });
+        drop(guard);
+        drop(subs);
+        launched
+    }
 }
 
 /// Completes a user event unless it already is.
@@ -484,101 +577,6 @@ impl Device for OpenClDevice {
             // SAFETY: the caller's contract, passed on.
             unsafe { self.launch_kernel(kernel, config, args, stream) }
         })?
-    }
-}
-
-impl OpenClDevice {
-    /// [`Device::launch`] once the kernel is found.
-    ///
-    /// # Safety
-    /// As [`Device::launch`].
-    unsafe fn launch_kernel(
-        &self,
-        kernel: &ClKernel,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-        stream: StreamId,
-    ) -> Result<()> {
-        let queue = self.queue("launch", stream)?;
-        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
-        let dynamic_local = match kernel.num_args as usize {
-            n if n == args.len() => false,
-            n if n == args.len() + 1 && config.shared_bytes > 0 => true,
-            n => {
-                return Err(error(
-                    "launch",
-                    ErrorKind::InvalidLaunch,
-                    format!(
-                        "kernel `{}` takes {n} parameters but the launch passed {} arguments{}",
-                        kernel.name,
-                        args.len(),
-                        if n == args.len() + 1 { " and no dynamic shared memory" } else { "" }
-                    ),
-                ));
-            }
-        };
-        // Buffers at an offset become sub-buffers, released once enqueued
-        // (the runtime keeps them alive for the command).
-        let mut subs: Vec<SubBuffer> = Vec::new();
-        let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
-        for arg in args {
-            if let KernelArg::Buffer { alloc, offset } = *arg {
-                let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
-                if offset == 0 {
-                    mems.push(mem.mem);
-                } else {
-                    let sub = self.sub_buffer(&mem, offset)?;
-                    subs.push(SubBuffer(sub));
-                    mems.push(sub);
-                }
-            }
-        }
-        let guard = kernel.lock();
-        let mut mem_iter = mems.iter();
-        for (index, arg) in args.iter().enumerate() {
-            let index = index as u32;
-            // SAFETY: each value matches the size passed; the kernel's
-            // parameter types are the caller's contract.
-            let set = unsafe {
-                match arg {
-                    KernelArg::Buffer { .. } => match mem_iter.next() {
-                        Some(mem) => guard.set_arg(index, mem),
-                        None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
-                    },
-                    scalar => {
-                        let bytes = scalar.value_bytes().unwrap_or_default();
-                        opencl3::kernel::set_kernel_arg(guard.get(), index, bytes.len(), bytes.as_ptr().cast())
-                            .map_err(opencl3::error_codes::ClError)
-                    }
-                }
-            };
-            set.map_err(from_cl("clSetKernelArg"))?;
-        }
-        if dynamic_local {
-            // SAFETY: the last parameter is the kernel's `__local` pointer.
-            unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
-                .map_err(from_cl("clSetKernelArg"))?;
-        }
-        let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
-        let local: [usize; 3] = config.block.map(|b| b as usize);
-        // SAFETY: arguments are set; sizes are validated; the caller
-        // guarantees the kernel stays within its buffers; the wait list is
-        // valid for the call.
-        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
-            enqueue_nd_range_kernel(
-                queue.queue.get(),
-                guard.get(),
-                3,
-                std::ptr::null(),
-                global.as_ptr(),
-                local.as_ptr(),
-                n,
-                list,
-            )
-        });
-        drop(guard);
-        drop(subs);
-        launched
     }
 }
 
