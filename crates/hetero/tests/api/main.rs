@@ -32,6 +32,7 @@ macro_rules! backend_tests {
             #[case::shared_mark(semantics::shared_mark_outlives_one_buffer)]
             #[case::query_with_blocker(semantics::query_before_and_after_completion)]
             #[case::elapsed_ordered(semantics::elapsed_times_are_ordered)]
+            #[case::timed_from_recording(semantics::timed_recordings_start_when_recorded)]
             #[case::untimed_stream(semantics::untimed_streams_order_but_refuse_timing)]
             #[case::sync_events(semantics::sync_events_order_and_carry_no_time)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]

@@ -313,6 +313,30 @@ pub fn elapsed_times_are_ordered(ctx: &Context) {
     assert!(t02 >= t01 && t02 >= t12, "t02 = {t02} ms is shorter than a part ({t01} ms, {t12} ms)");
 }
 
+/// Guards against a defect: on a timed OpenCL stream a recording stood for
+/// the stream's last command whenever that command was unflushed, taken to
+/// mean "not run yet". NVIDIA's driver runs unflushed commands on its own,
+/// so the recording took that command's end, from before the host's pause,
+/// and wave's variants on NVIDIA's OpenCL measured 10-54x their device time.
+pub fn timed_recordings_start_when_recorded(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let mut x = ctx.alloc::<u32>(1024).unwrap();
+    stream.fill(&mut x, 1).unwrap();
+    // A pause that the fill, run or not, cannot be part of.
+    let pause = Duration::from_millis(300);
+    std::thread::sleep(pause);
+    let (start, stop) = (ctx.event().unwrap(), ctx.event().unwrap());
+    stream.record(&start).unwrap();
+    stream.fill(&mut x, 2).unwrap();
+    stream.record(&stop).unwrap();
+    stop.synchronize().unwrap();
+    let ms = start.elapsed_ms(&stop).unwrap();
+    assert!(
+        ms < pause.as_secs_f64() * 1e3 / 2.0,
+        "a fill of 4 KiB timed at {ms} ms: the interval began before the recording"
+    );
+}
+
 /// A stream created without timing orders work and events like any other
 /// (the OpenCL queue without profiling reuses its last command's event for a
 /// recording, even once it completed), and the typed layer refuses to time

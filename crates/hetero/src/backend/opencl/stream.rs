@@ -268,8 +268,9 @@ impl ClStream {
     /// else a new marker's. For a `timed` recording on a profiling queue a
     /// completed command's event does not serve: its end time is that
     /// completion's, not the recording's (timing would include the idle
-    /// gap). Any last command serves an untimed recording: it completes
-    /// after everything before it, and a completed one says so at once.
+    /// gap), so the driver is asked, also for an unflushed command. Any
+    /// last command serves an untimed recording: it completes after
+    /// everything before it, and a completed one says so at once.
     pub(super) fn recording(&self, timed: bool) -> Result<Arc<Event>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
@@ -277,8 +278,10 @@ impl ClStream {
             None => false,
             Some(_) if !timed || !self.profiling => true,
             Some((_, false)) => false,
-            // An unflushed command is pending without asking the driver.
-            Some(_) if self.oldest.load(Ordering::Acquire) != 0 => true,
+            // Only the driver knows: an unflushed command may have run
+            // already (NVIDIA's driver and PoCL run them on their own), and
+            // then its end would date the recording to before the host's
+            // last pause (`timed_recordings_start_when_recorded`).
             Some((event, true)) => matches!(is_complete(event, "record_event"), Ok(false)),
         };
         if !reusable {
