@@ -1,13 +1,14 @@
 """Summarises the wave steps of a `conform --trace` file, per variant: how
 long the steps took on the device and how long the device sat between them.
 
-    python3 wave_steps.py TRACE.json
+    python3 wave_steps.py TRACE.json[.gz]
 
 A slow run whose steps take their usual time spent the difference in gaps
 (the device waited for commands); one whose steps are slow spent it in the
 kernels themselves.
 """
 
+import gzip
 import json
 import statistics
 import sys
@@ -15,7 +16,7 @@ from collections import defaultdict
 
 
 def main(path):
-    with open(path) as f:
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         events = json.load(f)
     if isinstance(events, dict):
         events = events.get("traceEvents", [])
