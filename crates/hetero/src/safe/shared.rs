@@ -10,6 +10,7 @@
 //! once the device's work has finished (see the `Device` contract).
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::alloc::{AllocatorOptions, Cache, MemoryKind};
@@ -58,6 +59,11 @@ struct Retired {
 pub struct Shared<D: Device> {
     device: D,
     retired: Mutex<Vec<Retired>>,
+    /// `retired.len()`, stored under its lock, read without it: lets
+    /// [`Self::reap`] skip the lock when nothing is retired (every driver
+    /// allocation and free reaps). A reap that reads a stale zero only
+    /// leaves the freeing to the next one.
+    retired_len: AtomicUsize,
     /// Spare marks, per shard ([`crate::shard`]) so that threads enqueuing
     /// at once do not contend for one list: each `Arc` unique, so reusing
     /// one allocates nothing.
@@ -76,7 +82,14 @@ impl<D: Device> Deref for Shared<D> {
 impl<D: Device> Shared<D> {
     pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
         let cache = Cache::new(options, device.info().total_memory);
-        Self { device, retired: Mutex::new(Vec::new()), spare: shard::each(), cache, waiter: Arc::new(Waiter::new()) }
+        Self {
+            device,
+            retired: Mutex::new(Vec::new()),
+            retired_len: AtomicUsize::new(0),
+            spare: shard::each(),
+            cache,
+            waiter: Arc::new(Waiter::new()),
+        }
     }
 
     /// The caching allocator's blocks and statistics.
@@ -144,7 +157,9 @@ impl<D: Device> Shared<D> {
             // SAFETY: the caller gives the allocation up and nothing uses it.
             let _ = unsafe { self.device.free(alloc) };
         } else {
-            self.lock().push(Retired { alloc, pending });
+            let mut retired = self.lock();
+            retired.push(Retired { alloc, pending });
+            self.retired_len.store(retired.len(), Ordering::Release);
         }
         self.reap();
     }
@@ -165,10 +180,10 @@ impl<D: Device> Shared<D> {
 
     /// Frees every retired allocation whose uses have completed.
     pub(crate) fn reap(&self) {
-        let mut retired = self.lock();
-        if retired.is_empty() {
+        if self.retired_len.load(Ordering::Acquire) == 0 {
             return;
         }
+        let mut retired = self.lock();
         retired.retain_mut(|r| {
             // A mark whose query fails (a faulted or lost device) keeps its
             // allocation retired: the device's drop deals with it.
@@ -181,6 +196,7 @@ impl<D: Device> Shared<D> {
             let _ = unsafe { self.device.free(r.alloc) };
             false
         });
+        self.retired_len.store(retired.len(), Ordering::Release);
     }
 
     /// Allocations held back until their last uses complete: retired ones
