@@ -25,67 +25,8 @@
  * Build: cc -O2 opencl-overlap.c -o opencl-overlap path/to/libOpenCL.so.1
  * Run:   opencl-overlap [copy MiB (default 64)] [count (default 20)]
  *
- * The OpenCL declarations below are the few this program needs, written
- * out so that it builds without OpenCL headers. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-typedef int32_t cl_int;
-typedef uint32_t cl_uint;
-typedef uint64_t cl_ulong;
-typedef cl_ulong cl_bitfield;
-typedef void *cl_platform_id, *cl_device_id, *cl_context, *cl_command_queue, *cl_mem, *cl_program, *cl_kernel,
-    *cl_event;
-
-#define CL_DEVICE_TYPE_GPU (1 << 2)
-#define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
-#define CL_DEVICE_NAME 0x102B
-#define CL_PLATFORM_NAME 0x0902
-#define CL_MEM_READ_WRITE (1 << 0)
-#define CL_MEM_ALLOC_HOST_PTR (1 << 4)
-#define CL_MAP_READ (1 << 0)
-#define CL_MAP_WRITE (1 << 1)
-#define CL_TRUE 1
-#define CL_FALSE 0
-#define CL_PROGRAM_BUILD_LOG 0x1183
-
-extern cl_int clGetPlatformIDs(cl_uint, cl_platform_id *, cl_uint *);
-extern cl_int clGetPlatformInfo(cl_platform_id, cl_uint, size_t, void *, size_t *);
-extern cl_int clGetDeviceIDs(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *, cl_uint *);
-extern cl_int clGetDeviceInfo(cl_device_id, cl_uint, size_t, void *, size_t *);
-extern cl_context clCreateContext(const intptr_t *, cl_uint, const cl_device_id *, void *, void *, cl_int *);
-extern cl_command_queue clCreateCommandQueue(cl_context, cl_device_id, cl_bitfield, cl_int *);
-extern cl_mem clCreateBuffer(cl_context, cl_bitfield, size_t, void *, cl_int *);
-extern cl_program clCreateProgramWithSource(cl_context, cl_uint, const char **, const size_t *, cl_int *);
-extern cl_int clBuildProgram(cl_program, cl_uint, const cl_device_id *, const char *, void *, void *);
-extern cl_int clGetProgramBuildInfo(cl_program, cl_device_id, cl_uint, size_t, void *, size_t *);
-extern cl_kernel clCreateKernel(cl_program, const char *, cl_int *);
-extern cl_int clSetKernelArg(cl_kernel, cl_uint, size_t, const void *);
-extern cl_int clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
-                                     const size_t *, cl_uint, const cl_event *, cl_event *);
-extern cl_int clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void *, cl_uint,
-                                  const cl_event *, cl_event *);
-extern void *clEnqueueMapBuffer(cl_command_queue, cl_mem, cl_uint, cl_bitfield, size_t, size_t, cl_uint,
-                                const cl_event *, cl_event *, cl_int *);
-extern cl_int clFlush(cl_command_queue);
-extern cl_int clFinish(cl_command_queue);
-extern cl_int clReleaseEvent(cl_event);
-
-static void check(cl_int status, const char *call) {
-  if (status != 0) {
-    fprintf(stderr, "%s failed: OpenCL status %d\n", call, status);
-    exit(1);
-  }
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+ * The OpenCL declarations it needs are in opencl-min.h. */
+#include "opencl-min.h"
 
 static const char *SOURCE =
     "__kernel void work(__global float *a, uint rounds) {\n"

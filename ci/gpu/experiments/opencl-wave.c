@@ -1,10 +1,12 @@
 /* The wave workload's synchronous variant through raw OpenCL calls, without
  * hetero, run again and again in one process.
  *
- * On NVIDIA's OpenCL, hetero's wave variants at 4096^2 sometimes take 4.5
- * to 30 times as long as the others in the same process, while their
- * copies take their usual time. This program asks whether the runtime does
- * that with no hetero in between: it builds hetero's own wave kernel (the
+ * On NVIDIA's OpenCL, hetero's wave variants at 4096^2 were reported at
+ * 4.5 to 54 times the others' time in the same process, while their copies
+ * took their usual time. This program asked whether the runtime does that
+ * with no hetero in between. It never did; the cause was a timing error in
+ * hetero (docs/results/2026-11-23-h100-opencl-timing/). It builds hetero's
+ * own wave kernel (the
  * OpenCL prelude, the common functions and wave.kern, as hetero assembles
  * them) and runs `steps` steps on five rotating fields, reading every
  * `every`-th new field into its slot of a pinned (CL_MEM_ALLOC_HOST_PTR,
@@ -27,76 +29,8 @@
  * Run:   opencl-wave KERNELS_DIR [reps (8)] [side (4096)] [steps (1000)] [every (100)]
  *        KERNELS_DIR is hetero's kernels/src.
  *
- * The OpenCL declarations below are the few this program needs, written
- * out so that it builds without OpenCL headers. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-typedef int32_t cl_int;
-typedef uint32_t cl_uint;
-typedef uint64_t cl_ulong;
-typedef cl_ulong cl_bitfield;
-typedef void *cl_platform_id, *cl_device_id, *cl_context, *cl_command_queue, *cl_mem, *cl_program, *cl_kernel,
-    *cl_event;
-
-#define CL_DEVICE_TYPE_GPU (1 << 2)
-#define CL_DEVICE_TYPE_ALL 0xFFFFFFFF
-#define CL_DEVICE_NAME 0x102B
-#define CL_MEM_READ_WRITE (1 << 0)
-#define CL_MEM_ALLOC_HOST_PTR (1 << 4)
-#define CL_MAP_READ (1 << 0)
-#define CL_MAP_WRITE (1 << 1)
-#define CL_TRUE 1
-#define CL_FALSE 0
-#define CL_PROGRAM_BUILD_LOG 0x1183
-#define CL_QUEUE_PROFILING_ENABLE (1 << 1)
-#define CL_EVENT_COMMAND_EXECUTION_STATUS 0x11D3
-#define CL_COMPLETE 0
-#define CL_PROFILING_COMMAND_START 0x1282
-#define CL_PROFILING_COMMAND_END 0x1283
-
-extern cl_int clGetPlatformIDs(cl_uint, cl_platform_id *, cl_uint *);
-extern cl_int clGetDeviceIDs(cl_platform_id, cl_bitfield, cl_uint, cl_device_id *, cl_uint *);
-extern cl_int clGetDeviceInfo(cl_device_id, cl_uint, size_t, void *, size_t *);
-extern cl_context clCreateContext(const intptr_t *, cl_uint, const cl_device_id *, void *, void *, cl_int *);
-extern cl_command_queue clCreateCommandQueue(cl_context, cl_device_id, cl_bitfield, cl_int *);
-extern cl_mem clCreateBuffer(cl_context, cl_bitfield, size_t, void *, cl_int *);
-extern cl_program clCreateProgramWithSource(cl_context, cl_uint, const char **, const size_t *, cl_int *);
-extern cl_int clBuildProgram(cl_program, cl_uint, const cl_device_id *, const char *, void *, void *);
-extern cl_int clGetProgramBuildInfo(cl_program, cl_device_id, cl_uint, size_t, void *, size_t *);
-extern cl_kernel clCreateKernel(cl_program, const char *, cl_int *);
-extern cl_int clSetKernelArg(cl_kernel, cl_uint, size_t, const void *);
-extern cl_int clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
-                                     const size_t *, cl_uint, const cl_event *, cl_event *);
-extern cl_int clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void *, cl_uint,
-                                  const cl_event *, cl_event *);
-extern cl_int clEnqueueFillBuffer(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,
-                                  const cl_event *, cl_event *);
-extern cl_int clEnqueueMarkerWithWaitList(cl_command_queue, cl_uint, const cl_event *, cl_event *);
-extern void *clEnqueueMapBuffer(cl_command_queue, cl_mem, cl_uint, cl_bitfield, size_t, size_t, cl_uint,
-                                const cl_event *, cl_event *, cl_int *);
-extern cl_int clFlush(cl_command_queue);
-extern cl_int clFinish(cl_command_queue);
-extern cl_int clWaitForEvents(cl_uint, const cl_event *);
-extern cl_int clGetEventInfo(cl_event, cl_uint, size_t, void *, size_t *);
-extern cl_int clGetEventProfilingInfo(cl_event, cl_uint, size_t, void *, size_t *);
-extern cl_int clReleaseEvent(cl_event);
-
-static void check(cl_int status, const char *call) {
-  if (status != 0) {
-    fprintf(stderr, "%s failed: OpenCL status %d\n", call, status);
-    exit(1);
-  }
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
+ * The OpenCL declarations it needs are in opencl-min.h. */
+#include "opencl-min.h"
 
 static char *slurp(const char *dir, const char *name) {
   char path[4096];
