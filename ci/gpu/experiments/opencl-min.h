@@ -1,6 +1,7 @@
 /* The few OpenCL declarations the raw experiment programs need (opencl-overlap.c,
  * opencl-wave.c), written out so that they build without OpenCL headers, and
- * their two helpers: exit on a failed call, and a millisecond host clock. */
+ * their helpers: exit on a failed call, a millisecond host clock, the
+ * device to use, and building one kernel. */
 #ifndef OPENCL_MIN_H
 #define OPENCL_MIN_H
 #include <stdint.h>
@@ -72,6 +73,45 @@ static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* The first GPU of any platform, else the first device of any kind; its
+ * platform in *platform. Exits when there is none. */
+static cl_device_id first_device(cl_platform_id *platform) {
+  cl_platform_id platforms[8];
+  cl_uint np = 0;
+  check(clGetPlatformIDs(8, platforms, &np), "clGetPlatformIDs");
+  cl_bitfield types[2] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL};
+  for (int t = 0; t < 2; ++t) {
+    for (cl_uint p = 0; p < np; ++p) {
+      cl_device_id device = NULL;
+      cl_uint nd = 0;
+      if (clGetDeviceIDs(platforms[p], types[t], 1, &device, &nd) == 0 && nd > 0) {
+        *platform = platforms[p];
+        return device;
+      }
+    }
+  }
+  fprintf(stderr, "no OpenCL device\n");
+  exit(1);
+}
+
+/* Kernel `name` of the program built from `count` source strings with
+ * `options`; prints the build log and exits when the build fails. */
+static cl_kernel build_kernel(cl_context ctx, cl_device_id device, cl_uint count, const char **sources,
+                              const char *options, const char *name) {
+  cl_int err;
+  cl_program program = clCreateProgramWithSource(ctx, count, sources, NULL, &err);
+  check(err, "clCreateProgramWithSource");
+  if (clBuildProgram(program, 1, &device, options, NULL, NULL) != 0) {
+    char log[8192] = {0};
+    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    fprintf(stderr, "build failed:\n%s\n", log);
+    exit(1);
+  }
+  cl_kernel kernel = clCreateKernel(program, name, &err);
+  check(err, "clCreateKernel");
+  return kernel;
 }
 
 #endif

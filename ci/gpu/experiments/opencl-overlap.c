@@ -121,25 +121,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s [copy MiB > 0] [count >= 3]\n", argv[0]);
     return 2;
   }
-  cl_platform_id platforms[8];
-  cl_uint np = 0;
-  check(clGetPlatformIDs(8, platforms, &np), "clGetPlatformIDs");
-  cl_device_id device = NULL;
   cl_platform_id platform = NULL;
-  for (cl_uint p = 0; p < np && !device; ++p) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_GPU, 1, &device, &nd) != 0 || nd == 0) device = NULL;
-    platform = platforms[p];
-  }
-  for (cl_uint p = 0; p < np && !device; ++p) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 1, &device, &nd) != 0 || nd == 0) device = NULL;
-    platform = platforms[p];
-  }
-  if (!device) {
-    fprintf(stderr, "no OpenCL device\n");
-    return 1;
-  }
+  cl_device_id device = first_device(&platform);
   char name[256] = {0}, pname[256] = {0};
   clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
   clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
@@ -156,16 +139,7 @@ int main(int argc, char **argv) {
   check(err, "clCreateCommandQueue");
   s.copier = clCreateCommandQueue(ctx, device, 0, &err);
   check(err, "clCreateCommandQueue");
-  cl_program program = clCreateProgramWithSource(ctx, 1, &SOURCE, NULL, &err);
-  check(err, "clCreateProgramWithSource");
-  if (clBuildProgram(program, 1, &device, "", NULL, NULL) != 0) {
-    char log[4096] = {0};
-    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    fprintf(stderr, "build failed:\n%s\n", log);
-    return 1;
-  }
-  s.kernel = clCreateKernel(program, "work", &err);
-  check(err, "clCreateKernel");
+  s.kernel = build_kernel(ctx, device, 1, &SOURCE, "", "work");
   s.work = clCreateBuffer(ctx, CL_MEM_READ_WRITE, s.cells * 4, NULL, &err);
   check(err, "clCreateBuffer");
   s.source = clCreateBuffer(ctx, CL_MEM_READ_WRITE, s.bytes, NULL, &err);

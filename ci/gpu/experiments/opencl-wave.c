@@ -178,22 +178,8 @@ int main(int argc, char **argv) {
        *wave = slurp(argv[1], "portable/wave.kern");
   const char *parts[5] = {prelude, "\n", common, "\n#line 1\n", wave};
 
-  cl_platform_id platforms[8];
-  cl_uint np = 0;
-  check(clGetPlatformIDs(8, platforms, &np), "clGetPlatformIDs");
-  cl_device_id device = NULL;
-  for (cl_uint p = 0; p < np && !device; ++p) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_GPU, 1, &device, &nd) != 0 || nd == 0) device = NULL;
-  }
-  for (cl_uint p = 0; p < np && !device; ++p) {
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 1, &device, &nd) != 0 || nd == 0) device = NULL;
-  }
-  if (!device) {
-    fprintf(stderr, "no OpenCL device\n");
-    return 1;
-  }
+  cl_platform_id platform = NULL;
+  cl_device_id device = first_device(&platform);
   char name[256] = {0};
   clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
   cl_int err;
@@ -201,16 +187,7 @@ int main(int argc, char **argv) {
   check(err, "clCreateContext");
   w.queue = clCreateCommandQueue(ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
   check(err, "clCreateCommandQueue");
-  cl_program program = clCreateProgramWithSource(ctx, 5, parts, NULL, &err);
-  check(err, "clCreateProgramWithSource");
-  if (clBuildProgram(program, 1, &device, "-cl-std=CL1.2", NULL, NULL) != 0) {
-    char log[8192] = {0};
-    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-    fprintf(stderr, "build failed:\n%s\n", log);
-    return 1;
-  }
-  w.kernel = clCreateKernel(program, "wave_step", &err);
-  check(err, "clCreateKernel");
+  w.kernel = build_kernel(ctx, device, 5, parts, "-cl-std=CL1.2", "wave_step");
   size_t bytes = (size_t)w.side * w.side * 4, snapshots = w.steps / w.every;
   for (int i = 0; i < 5; ++i) {
     w.fields[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
