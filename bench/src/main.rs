@@ -15,6 +15,7 @@ mod raw_hip;
 #[cfg(feature = "opencl")]
 mod raw_opencl;
 mod threads;
+mod trait_path;
 mod typed;
 
 use std::process::ExitCode;
@@ -145,7 +146,8 @@ impl Op {
 #[derive(Debug, serde::Serialize)]
 pub struct PathResult {
     /// `hetero` (typed layer, streams with timing), `hetero-untimed` (streams
-    /// without), `raw` (the vendor's C API), `raw-flushed` (OpenCL, its
+    /// without), `trait` (hetero's raw `Device` trait, below the typed
+    /// layer, on a stream without timing), `raw` (the vendor's C API), `raw-flushed` (OpenCL, its
     /// queue flushed as hetero flushes), `raw-prof` (OpenCL on profiling
     /// queues) or `cudarc` (its safe API).
     pub path: &'static str,
@@ -257,6 +259,13 @@ fn main() -> ExitCode {
                 Ok(path) => entries.push(measure::Entry::new(at, name, name, path)),
                 Err(e) => results[at].errors.push(format!("{name}: {e}")),
             }
+        }
+        let device = hetero::backend_devices(*backend)
+            .map_err(Fail::from)
+            .and_then(|d| d.into_iter().next().ok_or_else(|| "the device is gone".into()));
+        match device.and_then(trait_path::path) {
+            Ok(path) => entries.push(measure::Entry::new(at, "trait", "hetero-untimed", path)),
+            Err(e) => results[at].errors.push(format!("trait: {e}")),
         }
         match raw(*backend, &ctx.info().name) {
             Ok(paths) => entries
