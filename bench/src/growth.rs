@@ -6,6 +6,13 @@
 //! slower than the first. Medians of the first and the last few thousands
 //! are compared, so that one slow thousand (the machine, not the library)
 //! at either end does not read as growth.
+//!
+//! A slow stretch of the machine that covers the last thousands still
+//! reads as growth (seen on a GPU machine: a dozen groups at twice the
+//! cost on two backends at once, then back). So the last few thousands
+//! are also run, group by group in turn, on a control: a fresh context of
+//! the same device, with no operations behind it. The cost against the
+//! control's in the same stretch is growth that the machine cannot fake.
 
 use std::time::Instant;
 
@@ -33,6 +40,19 @@ pub struct Growth {
     pub ratio: f64,
     /// Microseconds per batch of each group.
     pub groups_us: Vec<f64>,
+    /// The control's microseconds per batch, median of its groups, each run
+    /// right after one of the last `edge_groups` groups (module doc); `None`
+    /// when the measurement had too few groups for one.
+    pub control_us: Option<f64>,
+    /// `last_us / control_us`.
+    pub control_ratio: Option<f64>,
+    /// Microseconds per batch of each control group.
+    pub control_groups_us: Vec<f64>,
+}
+
+/// Groups at each end whose median is compared, of `groups` in all.
+pub fn edge_groups(groups: usize) -> usize {
+    (groups / 4).clamp(1, 5)
 }
 
 struct Lane {
@@ -49,6 +69,9 @@ pub struct Runner {
     kernel: hetero::Kernel,
     lanes: Vec<Lane>,
     groups_us: Vec<f64>,
+    /// The control (module doc), once started: it runs a group after each
+    /// of this runner's.
+    control: Option<Box<Runner>>,
 }
 
 impl Runner {
@@ -65,7 +88,7 @@ impl Runner {
                 })
             })
             .collect::<Result<Vec<_>, hetero::Error>>()?;
-        Ok(Runner { kernel, lanes, groups_us: Vec::new() })
+        Ok(Runner { kernel, lanes, groups_us: Vec::new(), control: None })
     }
 
     /// One group of [`GROUP`] batches, timed; the device is drained
@@ -91,6 +114,20 @@ impl Runner {
         for lane in &self.lanes {
             lane.stream.synchronize()?;
         }
+        match &mut self.control {
+            Some(control) => control.group(),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts the control (module doc) on `fresh`, a new context of the
+    /// same device: after one untimed group of its own, it runs a group
+    /// after each of this runner's from now on.
+    pub fn start_control(&mut self, fresh: &Context) -> Result<(), Fail> {
+        let mut control = Runner::new(fresh)?;
+        control.group()?;
+        control.groups_us.clear();
+        self.control = Some(Box::new(control));
         Ok(())
     }
 
@@ -101,13 +138,16 @@ impl Runner {
                 return Err("growth: a batch computed a wrong result".into());
             }
         }
+        let control = self.control.map(|c| c.finish()).transpose()?;
         let groups_us = self.groups_us;
         if groups_us.is_empty() {
             return Err("growth: no group ran".into());
         }
-        let edge_groups = (groups_us.len() / 4).clamp(1, 5);
+        let edge_groups = edge_groups(groups_us.len());
         let first_us = median(&groups_us[..edge_groups]);
         let last_us = median(&groups_us[groups_us.len() - edge_groups..]);
+        let control_groups_us = control.map(|c| c.groups_us).unwrap_or_default();
+        let control_us = (!control_groups_us.is_empty()).then(|| median(&control_groups_us));
         Ok(Growth {
             batches: groups_us.len() * GROUP,
             edge_groups,
@@ -115,6 +155,9 @@ impl Runner {
             last_us,
             ratio: last_us / first_us,
             groups_us,
+            control_us,
+            control_ratio: control_us.map(|c| last_us / c),
+            control_groups_us,
         })
     }
 }

@@ -293,11 +293,21 @@ fn main() -> ExitCode {
             }
         }
     }
-    for _ in 0..cli.growth_groups {
-        for (slot, result) in runners.iter_mut().zip(&mut results) {
-            if let Some(runner) = slot
-                && let Err(e) = runner.group()
-            {
+    let groups = usize::from(cli.growth_groups);
+    for g in 0..groups {
+        // The last groups also run on a control: a fresh context of the device.
+        let control = groups >= 2 && g == groups - growth::edge_groups(groups);
+        for ((slot, result), (backend, _)) in runners.iter_mut().zip(&mut results).zip(&contexts) {
+            let Some(runner) = slot else { continue };
+            let started = if control {
+                hetero::backend_devices(*backend)
+                    .map_err(Fail::from)
+                    .and_then(|d| d.into_iter().next().ok_or_else(|| "the device is gone".into()))
+                    .and_then(|device| runner.start_control(&Context::new(device)))
+            } else {
+                Ok(())
+            };
+            if let Err(e) = started.and_then(|()| runner.group()) {
                 result.errors.push(format!("growth: {e}"));
                 *slot = None;
             }
@@ -422,8 +432,14 @@ fn print_table(result: &DeviceResult) {
         println!();
     }
     if let Some(g) = &result.growth {
+        let control = match (g.control_us, g.control_ratio) {
+            (Some(us), Some(ratio)) => {
+                format!("; a fresh context in turn with the last: {us:.2} us/batch, the last at {ratio:.2}x of it")
+            }
+            _ => String::new(),
+        };
         println!(
-            "growth: {} pull-shaped batches on 4 untimed streams: {:.2} us/batch at first, {:.2} at last ({:.2}x; medians of {} thousands)",
+            "growth: {} pull-shaped batches on 4 untimed streams: {:.2} us/batch at first, {:.2} at last ({:.2}x; medians of {} thousands){control}",
             g.batches, g.first_us, g.last_us, g.ratio, g.edge_groups
         );
     }
