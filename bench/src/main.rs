@@ -260,10 +260,7 @@ fn main() -> ExitCode {
                 Err(e) => results[at].errors.push(format!("{name}: {e}")),
             }
         }
-        let device = hetero::backend_devices(*backend)
-            .map_err(Fail::from)
-            .and_then(|d| d.into_iter().next().ok_or_else(|| "the device is gone".into()));
-        match device.and_then(trait_path::path) {
+        match fresh_device(*backend).and_then(trait_path::path) {
             Ok(path) => entries.push(measure::Entry::new(at, "trait", "hetero-untimed", path)),
             Err(e) => results[at].errors.push(format!("trait: {e}")),
         }
@@ -300,10 +297,7 @@ fn main() -> ExitCode {
         for ((slot, result), (backend, _)) in runners.iter_mut().zip(&mut results).zip(&contexts) {
             let Some(runner) = slot else { continue };
             let started = if control {
-                hetero::backend_devices(*backend)
-                    .map_err(Fail::from)
-                    .and_then(|d| d.into_iter().next().ok_or_else(|| "the device is gone".into()))
-                    .and_then(|device| runner.start_control(&Context::new(device)))
+                fresh_device(*backend).and_then(|device| runner.start_control(&Context::new(device)))
             } else {
                 Ok(())
             };
@@ -387,6 +381,12 @@ fn main() -> ExitCode {
         }
     }
     if results.iter().any(|r| !r.errors.is_empty()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// A new handle on the first device of `backend`, the one the bench's
+/// context uses, for paths and controls that need a device of their own.
+pub fn fresh_device(backend: Backend) -> Result<hetero::AnyDevice, Fail> {
+    hetero::backend_devices(backend)?.into_iter().next().ok_or_else(|| "the device is gone".into())
 }
 
 /// The vendor-API paths of `backend` on the device named `name`.

@@ -86,9 +86,7 @@ impl Path for Typed {
 /// the direct and the caching allocator.
 pub fn path(ctx: &Context, timing: bool) -> Result<Box<dyn Path>, Fail> {
     let stream = || if timing { ctx.stream() } else { ctx.untimed_stream() };
-    let device = || -> Result<_, Fail> {
-        hetero::backend_devices(ctx.info().backend)?.into_iter().next().ok_or_else(|| "the device is gone".into())
-    };
+    let device = || crate::fresh_device(ctx.info().backend);
     let mut path = Typed {
         direct: Context::with_allocator(device()?, AllocatorOptions::direct()),
         cached: Context::with_allocator(device()?, AllocatorOptions::caching()),
