@@ -102,7 +102,7 @@ impl<D: Device> Context<D> {
     /// A new stream with explicit flags.
     pub fn stream_with(&self, flags: StreamFlags) -> Result<Stream<D>> {
         let id = self.device.create_stream(flags)?;
-        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(()) })
+        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(None) })
     }
 
     /// A new event.

@@ -36,6 +36,38 @@ impl Mark {
     }
 }
 
+/// A stream's own spare mark event, kept under its order lock: an
+/// operation takes its mark from it first and gives the marks it replaces
+/// to it first ([`Recycler`]), so that one stream's operations pass two
+/// events back and forth without the device's spare lists.
+///
+/// Invariant: the event is unique (no [`Mark`] holds it) and belongs to the
+/// stream's device.
+pub(crate) type Spare = Option<Arc<EventId>>;
+
+/// Where the marks that one operation gives up go: its stream's
+/// [`Spare`] first, then the device's spare lists.
+pub(crate) struct Recycler<'a, D: Device> {
+    pub(crate) shared: &'a Shared<D>,
+    pub(crate) spare: &'a mut Spare,
+}
+
+impl<D: Device> Recycler<'_, D> {
+    /// Gives up one clone of a mark; the last one makes its event spare.
+    pub(crate) fn give(&mut self, mark: Mark) {
+        let mut event = mark.0;
+        // Unique (no other clone, and marks make no weak references): no
+        // one else can use the event any more.
+        if Arc::get_mut(&mut event).is_some() {
+            if self.spare.is_none() {
+                *self.spare = Some(event);
+            } else {
+                self.shared.spare().push(event);
+            }
+        }
+    }
+}
+
 /// Marks of possibly pending uses of one allocation, each with its stream.
 pub(crate) type Pending = Vec<(StreamId, Mark)>;
 
@@ -117,10 +149,19 @@ impl<D: Device> Shared<D> {
     /// # Safety
     /// `stream` must be owned by the caller.
     pub(crate) unsafe fn mark(&self, stream: StreamId) -> Result<Mark> {
+        // SAFETY: as the caller's.
+        unsafe { self.mark_from(stream, &mut None) }
+    }
+
+    /// As [`Self::mark`], taking the event from `spare` first.
+    ///
+    /// # Safety
+    /// `stream` must be owned by the caller.
+    pub(crate) unsafe fn mark_from(&self, stream: StreamId, spare: &mut Spare) -> Result<Mark> {
         // A spare event may still be pending: recording it again is fine, as
         // every backend gives an event the meaning of its latest recording
         // and waits keep what they captured (the contract of `record_event`).
-        let event = match self.spare().pop() {
+        let event = match spare.take().or_else(|| self.spare().pop()) {
             Some(e) => e,
             None => Arc::new(self.device.create_sync_event()?),
         };
@@ -128,7 +169,7 @@ impl<D: Device> Shared<D> {
         match unsafe { self.device.record_event(*event, stream) } {
             Ok(()) => Ok(Mark(event)),
             Err(e) => {
-                self.spare().push(event);
+                *spare = Some(event);
                 Err(e)
             }
         }
@@ -136,10 +177,12 @@ impl<D: Device> Shared<D> {
 
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn recycle(&self, mark: Mark) {
-        let mut event = mark.0;
-        // Unique (no other clone, and marks make no weak references): no
-        // one else can use the event any more.
-        if Arc::get_mut(&mut event).is_some() {
+        Recycler { shared: self, spare: &mut None }.give(mark);
+    }
+
+    /// Makes a stream's spare event the device's, when the stream goes.
+    pub(crate) fn keep_spare(&self, spare: Spare) {
+        if let Some(event) = spare {
             self.spare().push(event);
         }
     }

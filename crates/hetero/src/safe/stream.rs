@@ -12,8 +12,8 @@ use super::completion::{self, Completion};
 use super::event::{Event, Waitable};
 use super::module::Kernel;
 use super::same_device;
-use super::shared::Shared;
-use super::tracker::Tracker;
+use super::shared::{Recycler, Shared, Spare};
+use super::tracker::Held;
 use crate::AnyDevice;
 use crate::device::{ArgBytes, Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
@@ -26,8 +26,9 @@ pub struct Stream<D: Device = AnyDevice> {
     /// Whether events recorded here can be timed ([`crate::StreamFlags::timing`]).
     pub(crate) timing: bool,
     /// Held by an operation from its enqueue to its tracking record
-    /// (`Stream::tracked`), for threads that share the stream.
-    pub(crate) order: Mutex<()>,
+    /// (`Stream::tracked`), for threads that share the stream; holds the
+    /// stream's spare mark event.
+    pub(crate) order: Mutex<Spare>,
 }
 
 impl<D: Device> std::fmt::Debug for Stream<D> {
@@ -38,6 +39,7 @@ impl<D: Device> std::fmt::Debug for Stream<D> {
 
 impl<D: Device> Drop for Stream<D> {
     fn drop(&mut self) {
+        self.device.keep_spare(self.order.get_mut().unwrap_or_else(PoisonError::into_inner).take());
         // SAFETY: the stream is owned by self and used by nobody after this.
         let _ = unsafe { self.device.destroy_stream(self.id) };
     }
@@ -242,21 +244,25 @@ impl<D: Device> Stream<D> {
         // threads reading one buffer (shared inputs) do not take turns for
         // each other's driver calls. A failure here leaves some device-side
         // waits queued and no work: harmless.
-        let mut held = Tracker::hold_all(views.iter().map(|v| (v.tracker, v.offset..v.offset + v.len, v.access)));
-        held.before(&**self.device, self.id)?;
-        held.unlock();
+        let mut held = Held::new();
+        for v in views {
+            held.add(v.tracker, v.offset..v.offset + v.len, v.access);
+        }
+        if held.may_wait(self.id) {
+            held.lock();
+            held.before(&**self.device, self.id)?;
+            held.unlock();
+        }
         // One operation of this stream at a time from enqueue to record, so
         // that marks reach the trackers in stream order (a later mark stands
         // for the earlier ones of its stream).
-        let _order = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut spare = self.order.lock().unwrap_or_else(PoisonError::into_inner);
         enqueue()?;
         // SAFETY: the stream is owned by self.
-        match unsafe { self.device.mark(self.id) } {
+        match unsafe { self.device.mark_from(self.id, &mut spare) } {
             Ok(mark) => {
                 held.lock();
-                held.after(&self.device, self.id, &mark);
-                drop(held);
-                self.device.recycle(mark);
+                held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark);
                 Ok(())
             }
             Err(e) => {

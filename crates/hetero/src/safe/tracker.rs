@@ -25,7 +25,9 @@
 //!
 //! Threads: an operation locks its trackers for its waits, lets them go
 //! for the enqueue, and locks them again to store its mark
-//! (`Stream::tracked`). Nothing that conflicts with it can be stored in
+//! (`Stream::tracked`); it skips the first lock when every use stored is
+//! on its own stream, which a word kept beside the lock says
+//! ([`Held::may_wait`]). Nothing that conflicts with it can be stored in
 //! between: a conflicting use needs an overlapping view while this one is
 //! borrowed, and a write needs `&mut` (views of disjoint ranges, which
 //! never conflict, are the only way to write one allocation from two
@@ -34,11 +36,12 @@
 //! mark stands for the earlier" rule needs when threads share a stream.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use smallvec::SmallVec;
 
-use super::shared::{Mark, Pending, Shared};
+use super::shared::{Mark, Pending, Recycler};
 use crate::device::{Device, StreamId};
 use crate::error::Result;
 
@@ -56,7 +59,7 @@ struct Use {
     mark: Mark,
 }
 
-/// Entries past which completed ones are pruned (uses from many streams).
+/// Entries of one list past which completed ones are pruned (uses from many streams).
 const PRUNE_ABOVE: usize = 32;
 
 #[derive(Default)]
@@ -74,29 +77,48 @@ fn covers(outer: &Range<usize>, inner: &Range<usize>) -> bool {
     outer.start <= inner.start && inner.end <= outer.end
 }
 
+/// [`Tracker::streams`] when no use is stored.
+const NO_STREAM: u64 = 0;
+/// [`Tracker::streams`] when uses of several streams are stored (or of a
+/// stream whose id has no encoding of its own).
+const SEVERAL_STREAMS: u64 = 1;
+
+/// [`Tracker::streams`] when every stored use is on `stream`.
+fn only(stream: StreamId) -> u64 {
+    stream.0.checked_add(2).unwrap_or(SEVERAL_STREAMS)
+}
+
 impl State {
     fn all(&self) -> impl Iterator<Item = &Use> {
         self.writes.iter().chain(&self.reads)
     }
 
+    /// The streams of the stored uses, as [`Tracker::streams`] encodes them.
+    fn streams(&self) -> u64 {
+        let mut uses = self.all();
+        let Some(first) = uses.next() else { return NO_STREAM };
+        if uses.all(|u| u.stream == first.stream) { only(first.stream) } else { SEVERAL_STREAMS }
+    }
+
     /// Removes the entries of `list` that `keep` rejects, recycling their marks.
-    fn remove<D: Device>(list: &mut Vec<Use>, shared: &Shared<D>, mut keep: impl FnMut(&Use) -> bool) {
+    fn remove<D: Device>(list: &mut Vec<Use>, recycler: &mut Recycler<'_, D>, mut keep: impl FnMut(&Use) -> bool) {
         let mut k = 0;
         while k < list.len() {
             if keep(&list[k]) {
                 k += 1;
             } else {
-                shared.recycle(list.swap_remove(k).mark);
+                recycler.give(list.swap_remove(k).mark);
             }
         }
     }
 
     /// Drops the entries whose work has completed (an entry whose query
     /// fails stays: a wait on it reports the error).
-    fn prune<D: Device>(&mut self, shared: &Shared<D>) {
+    fn prune<D: Device>(&mut self, recycler: &mut Recycler<'_, D>) {
+        let shared = recycler.shared;
         for list in [&mut self.writes, &mut self.reads] {
             // SAFETY: a live event of this device (type invariant).
-            Self::remove(list, shared, |u| !unsafe { shared.query_event(u.mark.id()) }.unwrap_or(false));
+            Self::remove(list, recycler, |u| !unsafe { shared.query_event(u.mark.id()) }.unwrap_or(false));
         }
     }
 }
@@ -112,21 +134,35 @@ impl State {
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Mutex<State>,
+    /// The streams of the stored uses: [`NO_STREAM`], [`only`] one stream,
+    /// or [`SEVERAL_STREAMS`]; stored under the lock after every change,
+    /// read without it. An operation on a stream whose uses are the only
+    /// ones stored has nothing to wait for and skips the lock before its
+    /// enqueue ([`Held::may_wait`]). Reading it unlocked is sound for the
+    /// reason the lock may be let go across the enqueue (module doc): a use
+    /// that an operation must wait for was stored before the operation
+    /// could borrow its view, so the value read includes it.
+    streams: AtomicU64,
 }
 
 /// Allocations (and uses) one operation keeps inline; more spill to the heap.
 const INLINE_VIEWS: usize = 8;
 
-/// The locked trackers of one operation and the uses it makes of them
-/// ([`Tracker::hold_all`]). Kept small and built in place: the layer's
-/// cost per operation is a hundred nanoseconds or so, and moving a large
-/// inline array is a measurable share of it.
+/// The trackers of one operation and the uses it makes of them, locked
+/// or not. Built in place by the operation ([`Held::new`], [`Held::add`])
+/// and never moved: the layer's cost per operation is a few hundred
+/// instructions, and moving its inline arrays was a measurable share of it.
 pub(crate) struct Held<'a> {
     /// Each use: its allocation's tracker, byte range and access, sorted by
     /// tracker address (the uses of one allocation are adjacent).
     uses: SmallVec<[(&'a Tracker, Range<usize>, Access); INLINE_VIEWS]>,
-    /// One guard per distinct tracker of `uses`, in the same order.
+    /// One guard per distinct tracker of `uses`, in the same order, while locked.
     guards: SmallVec<[MutexGuard<'a, State>; INLINE_VIEWS]>,
+}
+
+/// A tracker's address, the order in which an operation locks its trackers.
+fn address(tracker: &Tracker) -> usize {
+    std::ptr::from_ref(tracker) as usize
 }
 
 /// Whether use `k` of the sorted uses is the first of its tracker.
@@ -147,8 +183,38 @@ fn guard_indices<'h>(
     })
 }
 
-impl Held<'_> {
-    /// Locks every tracker of the uses, in address order (the uses are sorted).
+impl<'a> Held<'a> {
+    /// No uses yet.
+    pub(crate) fn new() -> Self {
+        Self { uses: SmallVec::new(), guards: SmallVec::new() }
+    }
+
+    /// Adds a use of `range` of `tracker`'s allocation, keeping the uses
+    /// sorted (an operation has a handful: insertion is the cheapest sort).
+    /// Only before the first [`Held::lock`].
+    pub(crate) fn add(&mut self, tracker: &'a Tracker, range: Range<usize>, access: Access) {
+        self.uses.push((tracker, range, access));
+        let mut k = self.uses.len() - 1;
+        while k > 0 && address(self.uses[k - 1].0) > address(tracker) {
+            self.uses.swap(k - 1, k);
+            k -= 1;
+        }
+    }
+
+    /// Whether an operation on `stream` may have to wait for a stored use:
+    /// `false` when every tracker stores uses of `stream` only, or none.
+    pub(crate) fn may_wait(&self, stream: StreamId) -> bool {
+        let own = only(stream);
+        self.uses.iter().any(|(tracker, ..)| match tracker.streams.load(Ordering::Acquire) {
+            NO_STREAM => false,
+            SEVERAL_STREAMS => true,
+            streams => streams != own,
+        })
+    }
+
+    /// Locks every tracker of the uses, in address order (the uses are
+    /// sorted), so that threads locking overlapping sets cannot deadlock:
+    /// one lock per allocation, however many uses of it there are.
     pub(crate) fn lock(&mut self) {
         for k in 0..self.uses.len() {
             if first_of_tracker(&self.uses, k) {
@@ -180,16 +246,16 @@ impl Held<'_> {
 
     /// Records that the operation was enqueued on `stream` and is followed
     /// there by `mark` (one mark serves every range it uses). Marks it
-    /// replaces go back to `shared`.
-    pub(crate) fn after<D: Device>(&mut self, shared: &Shared<D>, stream: StreamId, mark: &Mark) {
+    /// replaces go to `recycler`.
+    pub(crate) fn after<D: Device>(&mut self, recycler: &mut Recycler<'_, D>, stream: StreamId, mark: Mark) {
         for (guard, range, access) in guard_indices(&self.uses) {
             let state = &mut *self.guards[guard];
             let list = match access {
                 // Every use within a write's range is ordered before it
                 // (the waits above), so the write stands for them.
                 Access::Write => {
-                    State::remove(&mut state.reads, shared, |u| !covers(range, &u.range));
-                    State::remove(&mut state.writes, shared, |u| !covers(range, &u.range));
+                    State::remove(&mut state.reads, recycler, |u| !covers(range, &u.range));
+                    State::remove(&mut state.writes, recycler, |u| !covers(range, &u.range));
                     &mut state.writes
                 }
                 Access::Read => &mut state.reads,
@@ -201,34 +267,26 @@ impl Held<'_> {
             match list.iter_mut().find(|u| u.stream == stream) {
                 Some(entry) => {
                     entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
-                    shared.recycle(std::mem::replace(&mut entry.mark, mark.clone()));
+                    recycler.give(std::mem::replace(&mut entry.mark, mark.clone()));
                 }
                 None => list.push(Use { stream, range: range.clone(), mark: mark.clone() }),
             }
-        }
-        for state in &mut self.guards {
-            if state.writes.len() + state.reads.len() > PRUNE_ABOVE {
-                state.prune(shared);
+            if list.len() > PRUNE_ABOVE {
+                state.prune(recycler);
             }
         }
+        let trackers = (0..self.uses.len()).filter(|&k| first_of_tracker(&self.uses, k)).map(|k| self.uses[k].0);
+        for (tracker, state) in trackers.zip(&self.guards) {
+            tracker.streams.store(state.streams(), Ordering::Release);
+        }
+        // The last clone when the operation used no memory.
+        recycler.give(mark);
     }
 }
 
 impl Tracker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Locks the trackers of one operation's views, for its waits or for
-    /// its record (not across its enqueue: see the module doc): one lock per
-    /// allocation, however many views of it the operation has, taken in
-    /// address order so that threads locking overlapping sets cannot
-    /// deadlock.
-    pub(crate) fn hold_all<'a>(views: impl Iterator<Item = (&'a Tracker, Range<usize>, Access)>) -> Held<'a> {
-        let mut held = Held { uses: views.collect(), guards: SmallVec::new() };
-        held.uses.sort_unstable_by_key(|(t, ..)| std::ptr::from_ref(*t) as usize);
-        held.lock();
-        held
     }
 
     /// Blocks the host until every pending use has completed.
@@ -257,13 +315,22 @@ impl Tracker {
     /// stream, may be pending: they count as writes of every byte, so any
     /// use on another stream (and the host) waits for them.
     pub(crate) fn inheriting(marks: Pending) -> Self {
+        if marks.is_empty() {
+            // A fresh allocation: no list to build (every allocation comes here).
+            return Self::default();
+        }
         let writes = marks.into_iter().map(|(stream, mark)| Use { stream, range: 0..usize::MAX, mark }).collect();
-        Self { state: Mutex::new(State { writes, reads: Vec::new() }) }
+        let state = State { writes, reads: Vec::new() };
+        Self { streams: AtomicU64::new(state.streams()), state: Mutex::new(state) }
     }
 
     /// Gives up the marks of every possibly pending use, each with its stream.
     pub(crate) fn into_marks(self) -> Pending {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if state.writes.is_empty() && state.reads.is_empty() {
+            // Never used by queued work (every free of an unused buffer comes here).
+            return Pending::new();
+        }
         state.writes.into_iter().chain(state.reads).map(|u| (u.stream, u.mark)).collect()
     }
 }
@@ -274,7 +341,7 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    use super::{Access, Tracker};
+    use super::{Access, Held, Tracker};
 
     /// Guards the one-lock-per-operation rule: a launch that passes one
     /// buffer twice (read and written) locks its tracker once, with both uses;
@@ -282,7 +349,10 @@ mod tests {
     #[test]
     fn one_allocation_twice_in_an_operation_is_locked_once() {
         let tracker = Tracker::default();
-        let held = Tracker::hold_all([(&tracker, 0..8, Access::Read), (&tracker, 0..8, Access::Write)].into_iter());
+        let mut held = Held::new();
+        held.add(&tracker, 0..8, Access::Read);
+        held.add(&tracker, 0..8, Access::Write);
+        held.lock();
         assert_eq!(held.guards.len(), 1);
         assert_eq!(held.uses.len(), 2, "both uses are kept under the one lock");
         assert!(super::guard_indices(&held.uses).all(|(guard, ..)| guard == 0));
@@ -305,7 +375,11 @@ mod tests {
                     [(a, 0..4, Access::Read), (b, 0..4, Access::Read)]
                 };
                 for _ in 0..20_000 {
-                    let held = Tracker::hold_all(order.clone().into_iter());
+                    let mut held = Held::new();
+                    for (tracker, range, access) in order.clone() {
+                        held.add(tracker, range, access);
+                    }
+                    held.lock();
                     std::hint::black_box(&held);
                 }
                 let _ = done.send(());
@@ -314,5 +388,47 @@ mod tests {
         for _ in 0..2 {
             assert!(finished.recv_timeout(Duration::from_secs(60)).is_ok(), "two threads deadlocked on two trackers");
         }
+    }
+
+    /// Guards the lock-free check before an enqueue: an operation may skip
+    /// its waits only while every stored use of each of its allocations is
+    /// on its own stream. Skipping them with a use of another stream stored
+    /// would let a write run while that use still reads.
+    #[cfg(feature = "host")]
+    #[test]
+    fn waits_are_skipped_only_for_uses_of_the_operations_own_stream() {
+        use crate::backend::host::HostDevice;
+        use crate::safe::shared::Recycler;
+        use crate::{Context, StreamId};
+
+        let ctx = Context::new(HostDevice::new());
+        let (one, two) = (ctx.untimed_stream().expect("a stream"), ctx.untimed_stream().expect("a stream"));
+        let shared = &*one.device;
+        let tracker = Tracker::default();
+        let may_wait = |stream: StreamId| {
+            let mut held = Held::new();
+            held.add(&tracker, 0..8, Access::Write);
+            held.may_wait(stream)
+        };
+        let store = |stream: StreamId| {
+            let mut held = Held::new();
+            held.add(&tracker, 0..8, Access::Read);
+            held.lock();
+            // SAFETY: the stream is this test's.
+            let mark = unsafe { shared.mark(stream) }.expect("a mark");
+            held.after(&mut Recycler { shared, spare: &mut None }, stream, mark);
+        };
+        assert!(!may_wait(one.id) && !may_wait(two.id), "nothing is stored");
+        store(one.id);
+        assert!(!may_wait(one.id), "only uses of its own stream are stored");
+        assert!(may_wait(two.id), "a use of another stream is stored");
+        store(two.id);
+        assert!(may_wait(one.id) && may_wait(two.id), "uses of two streams are stored");
+        assert_eq!(
+            super::only(StreamId(u64::MAX)),
+            super::SEVERAL_STREAMS,
+            "an id without its own code counts as several"
+        );
+        assert!(one.synchronize().is_ok() && two.synchronize().is_ok());
     }
 }
