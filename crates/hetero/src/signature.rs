@@ -83,21 +83,24 @@ fn normalise(ty: &str) -> Option<String> {
 }
 
 /// The dialect's name for the Rust element type `T`, when it is a C
-/// scalar type; `None` for user types.
-pub(crate) fn c_name<T>() -> Option<&'static str> {
-    Some(match std::any::type_name::<T>() {
-        "u32" => "uint",
-        "i32" => "int",
-        "f32" => "float",
-        "f64" => "double",
-        "u64" => "ulong",
-        "i64" => "long",
-        "u16" => "ushort",
-        "i16" => "short",
-        "u8" => "uchar",
-        "i8" => "char",
-        _ => return None,
-    })
+/// scalar type; `None` for user types. Compares type ids, which the
+/// compiler folds for each `T`: every launch asks this of every buffer.
+pub(crate) fn c_name<T: 'static>() -> Option<&'static str> {
+    use std::any::TypeId;
+    let t = TypeId::of::<T>();
+    let names = [
+        (TypeId::of::<u32>(), "uint"),
+        (TypeId::of::<i32>(), "int"),
+        (TypeId::of::<f32>(), "float"),
+        (TypeId::of::<f64>(), "double"),
+        (TypeId::of::<u64>(), "ulong"),
+        (TypeId::of::<i64>(), "long"),
+        (TypeId::of::<u16>(), "ushort"),
+        (TypeId::of::<i16>(), "short"),
+        (TypeId::of::<u8>(), "uchar"),
+        (TypeId::of::<i8>(), "char"),
+    ];
+    names.into_iter().find(|(id, _)| *id == t).map(|(_, name)| name)
 }
 
 /// What a launch passes for one parameter.
@@ -111,8 +114,27 @@ pub(crate) enum Given {
 }
 
 /// Why `given` does not fit parameter `index` (0-based) of `kernel`, if it does not.
+#[inline]
 pub(crate) fn mismatch(kernel: &str, index: usize, param: &Param, given: Given) -> Option<String> {
-    // Formatted only on a mismatch: this runs for every argument of every launch.
+    // This runs for every argument of every launch: the quick check first,
+    // and the reasons (which decide) only when it fails.
+    if fits(param, given) { None } else { why(kernel, index, param, given) }
+}
+
+/// Whether `given` fits `param`: `true` only where [`why`] finds no
+/// reason (`quick_check_agrees_with_the_reasons`).
+#[inline]
+fn fits(param: &Param, given: Given) -> bool {
+    match (param.pointer, given) {
+        (None, Given::Scalar(ty)) => ty == param.ty,
+        (Some(written), Given::Buffer(elem, writable)) => elem.is_none_or(|e| e == param.ty) && (writable || !written),
+        _ => false,
+    }
+}
+
+/// The reason `given` does not fit parameter `index` of `kernel`, if any.
+#[cold]
+fn why(kernel: &str, index: usize, param: &Param, given: Given) -> Option<String> {
     let at = || format!("kernel `{kernel}` parameter {} (`{}`)", index + 1, param.name);
     match (param.pointer, given) {
         (None, Given::Buffer(..)) => {
@@ -210,5 +232,30 @@ mod tests {
         assert!(mismatch("k", 0, &out, Given::Buffer(None, true)).is_none(), "a user type matches");
         let n = Param { name: "n".into(), ty: "uint".into(), pointer: None };
         assert!(mismatch("k", 2, &n, Given::Buffer(Some("uint"), false)).unwrap().contains("uint scalar"));
+    }
+
+    /// Guards the quick check of every launch argument: where it says an
+    /// argument fits, the full check must find no reason against it, or a
+    /// wrong argument would reach the kernel.
+    #[test]
+    fn quick_check_agrees_with_the_reasons() {
+        for pointer in [None, Some(false), Some(true)] {
+            for ty in ["float", "uint", "Particle"] {
+                let param = Param { name: "p".into(), ty: ty.into(), pointer };
+                let mut givens = vec![Given::Scalar("float"), Given::Scalar("uint")];
+                for elem in [Some("float"), Some("uint"), None] {
+                    givens.extend([Given::Buffer(elem, false), Given::Buffer(elem, true)]);
+                }
+                let exact = if pointer.is_some() { Given::Buffer(Some(ty), true) } else { Given::Scalar(ty) };
+                if ty != "Particle" || pointer.is_some() {
+                    assert!(fits(&param, exact), "the quick check takes {param:?} with {exact:?}");
+                }
+                for given in givens {
+                    if fits(&param, given) {
+                        assert_eq!(why("k", 0, &param, given), None, "{param:?} and {given:?}");
+                    }
+                }
+            }
+        }
     }
 }
