@@ -238,6 +238,9 @@ struct Pool {
 /// buffer uses it, and its `pending` holds a mark after every queued use.
 pub(crate) struct Cache {
     pools: [Mutex<Pool>; 2],
+    /// Per kind, whether its pool caches (caching mode and a cap above
+    /// zero); fixed at creation, so read without the lock.
+    caching: [bool; 2],
     /// Options that could not be read: every allocation reports this.
     error: Option<Error>,
     pub(crate) fill: Option<u32>,
@@ -285,8 +288,10 @@ impl Cache {
             (AllocatorMode::Caching, MemoryKind::Device) => options.max_cached_device.unwrap_or(quarter),
             (AllocatorMode::Caching, MemoryKind::Pinned) => options.max_cached_pinned,
         };
+        let kinds = [MemoryKind::Device, MemoryKind::Pinned];
         Self {
-            pools: [MemoryKind::Device, MemoryKind::Pinned].map(|k| Mutex::new(Pool::new(options.mode(k), cap(k)))),
+            caching: kinds.map(|k| options.mode(k) == AllocatorMode::Caching && cap(k) > 0),
+            pools: kinds.map(|k| Mutex::new(Pool::new(options.mode(k), cap(k)))),
             error,
             fill: options.fill,
         }
@@ -337,29 +342,35 @@ impl<D: Device> Shared<D> {
         if let Some(e) = &cache.error {
             return Err(e.clone());
         }
-        let class = {
+        // Whether the pool may cache is fixed at creation, so a request it
+        // cannot serve locks the pool once, after the driver call.
+        let class = class(bytes).filter(|_| cache.caching[index(kind)]);
+        if let Some((bin, _)) = class {
             let mut pool = cache.pool(kind);
             pool.stats.requests += 1;
-            let class = class(bytes).filter(|_| pool.mode == AllocatorMode::Caching && pool.cap > 0);
-            if let Some((bin, _)) = class
-                && let Some(taken) = self.reuse(&mut pool, bin, stream)
-            {
+            if let Some(taken) = self.reuse(&mut pool, bin, stream) {
                 return Ok(taken);
             }
             pool.stats.misses += 1;
-            class
-        };
+        }
         let size = class.map_or(bytes, |(_, block)| block);
         self.reap();
         let alloc = match self.driver_alloc(kind, size) {
             Err(e) if e.kind == ErrorKind::OutOfMemory => {
                 cache.trim(self, kind);
                 self.reap();
-                self.driver_alloc(kind, size)?
+                self.driver_alloc(kind, size)
             }
-            other => other?,
+            other => other,
         };
-        cache.pool(kind).held(size);
+        let mut pool = cache.pool(kind);
+        if class.is_none() {
+            pool.stats.requests += 1;
+            pool.stats.misses += 1;
+        }
+        let alloc = alloc?;
+        pool.held(size);
+        drop(pool);
         Ok(Taken { alloc, bytes: size, fresh: true, cached: class.is_some(), host: None, inherited: Vec::new() })
     }
 
