@@ -128,3 +128,24 @@ fn untracked_copy_finishes_before_its_buffers_can_go() {
     assert_eq!(ctx.deferred_frees(), 0);
     opener.join().unwrap();
 }
+
+/// Guards a leak: a mark made outside a stream operation (a callback's, a
+/// future's) whose recording failed dropped its event instead of keeping
+/// it spare, so every failure left one more event behind until the
+/// device went.
+#[test]
+fn a_mark_that_fails_to_record_keeps_its_event_for_the_next() {
+    let (ctx, fail_records) = flaky();
+    let stream = ctx.stream().unwrap();
+    let before = ctx.device().events_created();
+    fail_records.store(true, Ordering::SeqCst);
+    for _ in 0..3 {
+        assert!(stream.then(|_| {}).is_err());
+    }
+    fail_records.store(false, Ordering::SeqCst);
+    assert_eq!(ctx.device().events_created() - before, 1, "each failed recording made a new event");
+    let (sent, received) = std::sync::mpsc::channel();
+    stream.then(move |r| sent.send(r).unwrap()).unwrap();
+    assert!(received.recv_timeout(Duration::from_secs(30)).unwrap().is_ok());
+    assert_eq!(ctx.device().events_created() - before, 1, "the spare event serves the next mark");
+}

@@ -149,11 +149,16 @@ impl<D: Device> Shared<D> {
     /// # Safety
     /// `stream` must be owned by the caller.
     pub(crate) unsafe fn mark(&self, stream: StreamId) -> Result<Mark> {
+        let mut spare = None;
         // SAFETY: as the caller's.
-        unsafe { self.mark_from(stream, &mut None) }
+        let mark = unsafe { self.mark_from(stream, &mut spare) };
+        // The event back to the device's spares when the recording failed.
+        self.keep_spare(spare);
+        mark
     }
 
-    /// As [`Self::mark`], taking the event from `spare` first.
+    /// As [`Self::mark`], taking the event from `spare` first; on an error
+    /// the event is left in `spare`.
     ///
     /// # Safety
     /// `stream` must be owned by the caller.
@@ -180,7 +185,8 @@ impl<D: Device> Shared<D> {
         Recycler { shared: self, spare: &mut None }.give(mark);
     }
 
-    /// Makes a stream's spare event the device's, when the stream goes.
+    /// Makes a spare event the device's: a stream's, when the stream goes,
+    /// or the one a failed [`Self::mark`] leaves.
     pub(crate) fn keep_spare(&self, spare: Spare) {
         if let Some(event) = spare {
             self.spare().push(event);

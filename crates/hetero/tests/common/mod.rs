@@ -26,6 +26,15 @@ pub struct Wrapped {
     budget: usize,
     live: AtomicUsize,
     skip_work: bool,
+    /// Events made so far (`create_event`, which synchronisation events use too).
+    events: AtomicUsize,
+}
+
+impl Wrapped {
+    /// Events made so far.
+    pub fn events_created(&self) -> usize {
+        self.events.load(Ordering::SeqCst)
+    }
 }
 
 impl Device for Wrapped {
@@ -48,6 +57,7 @@ impl Device for Wrapped {
         unsafe { self.inner.query_stream(stream) }
     }
     fn create_event(&self) -> Result<EventId> {
+        self.events.fetch_add(1, Ordering::SeqCst);
         self.inner.create_event()
     }
     fn create_user_event(&self) -> Result<EventId> {
@@ -159,7 +169,15 @@ impl Device for Wrapped {
 
 /// The host device wrapped, reporting `info`.
 pub fn wrap(inner: HostDevice, info: DeviceInfo, fail_records: Arc<AtomicBool>, budget: usize) -> Wrapped {
-    Wrapped { inner, info, fail_records, budget, live: AtomicUsize::new(0), skip_work: false }
+    Wrapped {
+        inner,
+        info,
+        fail_records,
+        budget,
+        live: AtomicUsize::new(0),
+        skip_work: false,
+        events: AtomicUsize::new(0),
+    }
 }
 
 /// The host device wrapped so that launches, copies to the device and
