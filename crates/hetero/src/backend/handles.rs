@@ -6,7 +6,7 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockWriteGuard, TryLockError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use rustc_hash::FxHashMap;
 
@@ -41,7 +41,7 @@ enum Store<T> {
     /// modules, kernels): one map with a read gate per thread shard. A
     /// lookup read-locks its thread's gate, so threads looking up one
     /// kernel at once write nothing in common; a change write-locks every
-    /// gate, all at once ([`write_all`]), and so excludes every reader.
+    /// gate, in shard order, and so excludes every reader.
     ///
     /// Invariant: `map` is read only under one gate's read lock and changed
     /// only under every gate's write lock.
@@ -57,41 +57,6 @@ enum Store<T> {
 // every write lock, as a `RwLock<Table<T>>` would, which is `Sync` when `T`
 // is `Send + Sync`; everything else is `Sync` under the same bound.
 unsafe impl<T: Send + Sync> Sync for Handles<T> {}
-
-/// Write-locks every gate, taking them all at once or none: it never waits
-/// for one gate while holding another, nor queues for a gate a reader
-/// holds. A reader may hold its gate across a driver call that blocks
-/// ([`Handles::with`]: a launch waits while the device's queue is full,
-/// perhaps behind a user event another thread will complete). A writer
-/// that held some gates, or queued for that one (a queued writer keeps new
-/// readers out), would keep the threads of those shards from their next
-/// lookup, and the thread that would let the device go on could be one of
-/// them (`a_writer_does_not_hold_up_lookups_while_a_reader_is_blocked`).
-fn write_all(gates: &Sharded<RwLock<()>>) -> Vec<RwLockWriteGuard<'_, ()>> {
-    let mut tries = 0u32;
-    loop {
-        let mut held = Vec::with_capacity(SHARDS);
-        for gate in gates.iter() {
-            match gate.0.try_write() {
-                Ok(guard) => held.push(guard),
-                Err(TryLockError::Poisoned(poisoned)) => held.push(poisoned.into_inner()),
-                Err(TryLockError::WouldBlock) => break,
-            }
-        }
-        if held.len() == SHARDS {
-            return held;
-        }
-        drop(held);
-        // Readers hold a gate for a lookup, or for a call into the driver:
-        // try again at once a few times, then at intervals.
-        tries += 1;
-        if tries < 64 {
-            std::thread::yield_now();
-        } else {
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-    }
-}
 
 /// The shard of id `id` in a split table.
 fn shard_of(id: u64) -> usize {
@@ -127,7 +92,8 @@ impl<T> Handles<T> {
     fn write<R>(&self, id: u64, f: impl FnOnce(&mut Table<T>) -> R) -> R {
         match &self.store {
             Store::Gated { gates, map } => {
-                let _gates = write_all(gates);
+                let _gates: [_; SHARDS] =
+                    std::array::from_fn(|shard| gates[shard].0.write().unwrap_or_else(PoisonError::into_inner));
                 // SAFETY: every gate is write-locked, so nothing else reads or changes the map.
                 f(unsafe { &mut *map.get() })
             }
@@ -155,9 +121,12 @@ impl<T> Handles<T> {
     /// Calls `f` with the object with `id`, under its table's read lock
     /// instead of through a new reference: an object all threads use
     /// (a kernel) then has no reference count that every call writes. `f`
-    /// may block (a launch into a full queue): writers wait for it without
-    /// holding up other readers ([`write_all`]). `f` must not use this
-    /// table (a second read lock on one thread could wait for a writer).
+    /// must not block (no driver call that can wait for the device, such as
+    /// an enqueue into a full queue): a change to the table waits for every
+    /// reader, holding up the others meanwhile, and the thread that would
+    /// let the device go on could be one of them. Nor may `f` use this table
+    /// (a second read lock on one thread can wait for a writer queued
+    /// behind the first).
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda", feature = "hip")), allow(dead_code))]
     pub(crate) fn with<R>(&self, call: &'static str, id: u64, f: impl FnOnce(&T) -> R) -> Result<R> {
         self.read(id, |map| map.get(&id).map(|object| f(object))).ok_or_else(|| self.invalid(call, id))
@@ -235,48 +204,5 @@ mod tests {
         assert!(table.remove("test", a).is_err(), "an id is removed once");
         assert_eq!(table.take_all().len(), 1);
         assert!(found_by_every_thread(&table, b).iter().all(|&f| !f), "take_all left an id in some shard");
-    }
-
-    /// Guards against a hang: a writer took the gates in order, waiting for
-    /// each, so with a reader blocked inside `with` (a launch waiting for a
-    /// full device queue) it held the gates before that reader's and queued
-    /// for its gate, and lookups on those shards waited for it. The thread
-    /// that would have let the reader go on could be one of them.
-    #[test]
-    fn a_writer_does_not_hold_up_lookups_while_a_reader_is_blocked() {
-        use std::sync::mpsc;
-        use std::time::Duration;
-
-        let table = Handles::new(Backend::Host, "thing");
-        let id = table.insert(7u32);
-        let (release, released) = mpsc::channel::<()>();
-        let (entered, inside) = mpsc::channel();
-        let (looked_up, lookups) = mpsc::channel();
-        std::thread::scope(|s| {
-            let table = &table;
-            s.spawn(move || {
-                let held = table.with("test", id, |_| {
-                    let _ = entered.send(());
-                    // Blocked until every lookup below is done, or the test gives up.
-                    let _ = released.recv_timeout(Duration::from_secs(60));
-                });
-                assert!(held.is_ok());
-            });
-            assert!(inside.recv_timeout(Duration::from_secs(60)).is_ok());
-            s.spawn(move || table.insert(8));
-            // Give the writer time to reach the held gate.
-            std::thread::sleep(Duration::from_millis(50));
-            // More threads than shards: some look up on a shard before the
-            // blocked reader's, one on its shard.
-            for _ in 0..2 * SHARDS {
-                let looked_up = looked_up.clone();
-                s.spawn(move || {
-                    let _ = looked_up.send(table.get("test", id).is_ok());
-                });
-            }
-            let done = (0..2 * SHARDS).all(|_| lookups.recv_timeout(Duration::from_secs(5)) == Ok(true));
-            let _ = release.send(());
-            assert!(done, "lookups waited for a writer that waited for a blocked reader");
-        });
     }
 }

@@ -152,25 +152,20 @@ impl<R: Runtime> GpuDevice<R> {
         self.pool_stream.as_ref().map(|s| s.raw)
     }
 
-    /// [`Device::launch`] once the kernel is found.
+    /// [`Device::launch`] once the kernel's limits are checked: its
+    /// function, outside the kernel table's lock (a launch into a full
+    /// queue blocks, and a change to the table waits for every reader).
     ///
     /// # Safety
-    /// As [`Device::launch`].
-    unsafe fn launch_kernel(
+    /// As [`Device::launch`]; `function` is the launched kernel's, live for the call.
+    unsafe fn launch_function(
         &self,
-        kernel: &GpuKernel<R>,
+        function: R::Function,
         config: &LaunchConfig,
         args: &[KernelArg],
         stream: StreamId,
     ) -> Result<()> {
         let held = self.stream("launch", stream)?;
-        check_kernel_limits(
-            &self.info,
-            &kernel.name,
-            config,
-            u64::from(kernel.max_threads),
-            kernel.static_shared as u64,
-        )?;
         // Device pointers of the buffer arguments, at stable addresses for
         // the launch. Launches of up to `INLINE_ARGS` arguments allocate
         // nothing; plain loops, since collecting into a `Result` moves the
@@ -200,7 +195,7 @@ impl<R: Runtime> GpuDevice<R> {
         // reads and copies them at launch, never writes); sizes are validated; the caller guarantees
         // the kernel's parameter types and memory accesses.
         self.check(unsafe {
-            self.runtime.launch(kernel.function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
+            self.runtime.launch(function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
         })
     }
 }
@@ -513,11 +508,15 @@ impl<R: Runtime> Device for GpuDevice<R> {
     ) -> Result<()> {
         self.enter()?;
         config.validate(&self.info, "launch")?;
-        // Under the kernel table's read lock: every thread launches the same
-        // kernels, so a reference count per launch would be a shared write.
-        self.kernels.with("launch", kernel.0, |kernel| {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { self.launch_kernel(kernel, config, args, stream) }
-        })?
+        // The checks under the kernel table's read lock, for the function
+        // handle: every thread launches the same kernels, so a reference
+        // count per launch would be a shared write.
+        let function = self.kernels.with("launch", kernel.0, |kernel| {
+            let (threads, shared) = (u64::from(kernel.max_threads), kernel.static_shared as u64);
+            check_kernel_limits(&self.info, &kernel.name, config, threads, shared).map(|()| kernel.function)
+        })??;
+        // SAFETY: the caller's contract, passed on; the kernel stays live
+        // for the call (the contract of `launch`), and so does its function.
+        unsafe { self.launch_function(function, config, args, stream) }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::{
     CommandQueue, enqueue_copy_buffer, enqueue_fill_buffer, enqueue_nd_range_kernel, enqueue_read_buffer,
@@ -11,6 +11,7 @@ use opencl3::command_queue::{
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
+use opencl3::kernel::Kernel;
 use opencl3::memory::{CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region, create_sub_buffer};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
 use smallvec::SmallVec;
@@ -227,35 +228,42 @@ impl OpenClDevice {
         }
     }
 
-    /// [`Device::launch`] once the kernel is found.
+    /// The checks of a launch of `kernel` that need the kernel: its limits
+    /// and whether its last parameter takes the dynamic local memory.
+    fn check_launch(&self, kernel: &ClKernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<bool> {
+        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
+        match kernel.num_args as usize {
+            n if n == args.len() => Ok(false),
+            n if n == args.len() + 1 && config.shared_bytes > 0 => Ok(true),
+            n => Err(error(
+                "launch",
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "kernel `{}` takes {n} parameters but the launch passed {} arguments{}",
+                    kernel.name,
+                    args.len(),
+                    if n == args.len() + 1 { " and no dynamic shared memory" } else { "" }
+                ),
+            )),
+        }
+    }
+
+    /// [`Device::launch`] once the launch is checked: sets the arguments of
+    /// the calling thread's kernel object and enqueues it, outside the
+    /// kernel table's lock (an enqueue into a full queue blocks, and a
+    /// change to the table waits for every reader).
     ///
     /// # Safety
-    /// As [`Device::launch`].
-    unsafe fn launch_kernel(
+    /// As [`Device::launch`]; `instance` is the launched kernel's.
+    unsafe fn launch_instance(
         &self,
-        kernel: &ClKernel,
+        instance: &Mutex<Kernel>,
+        dynamic_local: bool,
         config: &LaunchConfig,
         args: &[KernelArg],
         stream: StreamId,
     ) -> Result<()> {
         let queue = self.queue("launch", stream)?;
-        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
-        let dynamic_local = match kernel.num_args as usize {
-            n if n == args.len() => false,
-            n if n == args.len() + 1 && config.shared_bytes > 0 => true,
-            n => {
-                return Err(error(
-                    "launch",
-                    ErrorKind::InvalidLaunch,
-                    format!(
-                        "kernel `{}` takes {n} parameters but the launch passed {} arguments{}",
-                        kernel.name,
-                        args.len(),
-                        if n == args.len() + 1 { " and no dynamic shared memory" } else { "" }
-                    ),
-                ));
-            }
-        };
         // Buffers at an offset become sub-buffers, released once enqueued
         // (the runtime keeps them alive for the command).
         let mut subs: Vec<SubBuffer> = Vec::new();
@@ -272,7 +280,7 @@ impl OpenClDevice {
                 }
             }
         }
-        let guard = kernel.lock();
+        let guard = module::lock(instance);
         let mut mem_iter = mems.iter();
         for (index, arg) in args.iter().enumerate() {
             let index = index as u32;
@@ -571,12 +579,14 @@ impl Device for OpenClDevice {
         stream: StreamId,
     ) -> Result<()> {
         config.validate(&self.info, "launch")?;
-        // Under the kernel table's read lock: every thread launches the same
-        // kernels, so a reference count per launch would be a shared write.
-        self.kernels.with("launch", kernel.0, |kernel| {
-            // SAFETY: the caller's contract, passed on.
-            unsafe { self.launch_kernel(kernel, config, args, stream) }
-        })?
+        // The checks under the kernel table's read lock, for the calling
+        // thread's kernel object: every thread launches the same kernels,
+        // so a reference count per launch on the kernel would be a shared write.
+        let (instance, dynamic_local) = self.kernels.with("launch", kernel.0, |kernel| {
+            self.check_launch(kernel, config, args).map(|dynamic_local| (kernel.instance(), dynamic_local))
+        })??;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_instance(&instance, dynamic_local, config, args, stream) }
     }
 }
 

@@ -5,7 +5,7 @@
 //! dynamic shared memory declare it as their last parameter (a `__local`
 //! pointer), which [`ClKernel`] sets from the launch's byte count.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use opencl3::context::Context;
 use opencl3::kernel::Kernel;
@@ -43,8 +43,10 @@ pub(super) struct ClKernel {
     /// clSetKernelArg and the enqueue that captures the arguments must not
     /// interleave between threads; with an object per shard, threads
     /// launching one kernel at once each set their own arguments instead
-    /// of waiting for each other's enqueues.
-    instances: Sharded<Mutex<Kernel>>,
+    /// of waiting for each other's enqueues. Each is counted on its own, so
+    /// that a launch holds its shard's object, not the kernel table's lock,
+    /// across the driver calls, writing no count other shards write.
+    instances: Sharded<Arc<Mutex<Kernel>>>,
     pub(super) name: String,
     /// Parameters the kernel declares.
     pub(super) num_args: u32,
@@ -71,16 +73,21 @@ impl ClKernel {
         let num_args = kernel.num_args().map_err(from_cl("clGetKernelInfo"))?;
         let max_work_group = kernel.get_work_group_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
         let static_local = kernel.get_local_mem_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
-        let mut instances = vec![Padded(Mutex::new(kernel))];
+        let mut instances = vec![Padded(Arc::new(Mutex::new(kernel)))];
         for _ in 1..SHARDS {
-            instances.push(Padded(Mutex::new(create(program, name)?)));
+            instances.push(Padded(Arc::new(Mutex::new(create(program, name)?))));
         }
         Ok(Self { instances: instances.into(), name: name.to_string(), num_args, max_work_group, static_local })
     }
 
-    /// Exclusive access to the calling thread's kernel object, for setting
-    /// arguments and enqueueing.
-    pub(super) fn lock(&self) -> MutexGuard<'_, Kernel> {
-        self.instances[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The calling thread's kernel object, locked by the launch that sets
+    /// its arguments and enqueues it ([`lock`]).
+    pub(super) fn instance(&self) -> Arc<Mutex<Kernel>> {
+        Arc::clone(&self.instances[shard::current()].0)
     }
+}
+
+/// Exclusive access to a kernel object, for setting arguments and enqueueing.
+pub(super) fn lock(instance: &Mutex<Kernel>) -> MutexGuard<'_, Kernel> {
+    instance.lock().unwrap_or_else(PoisonError::into_inner)
 }
