@@ -149,3 +149,23 @@ fn a_mark_that_fails_to_record_keeps_its_event_for_the_next() {
     assert!(received.recv_timeout(Duration::from_secs(30)).unwrap().is_ok());
     assert_eq!(ctx.device().events_created() - before, 1, "the spare event serves the next mark");
 }
+
+/// Guards a leak: marks given back outside a stream operation (those of
+/// dropped buffers, once their work completes, and of completed futures)
+/// were dropped instead of made spare, so every such mark cost a new event
+/// that stayed until the device went.
+#[test]
+fn marks_of_dropped_buffers_and_completed_futures_are_reused() {
+    let (ctx, _) = flaky();
+    let stream = ctx.stream().unwrap();
+    let before = ctx.device().events_created();
+    for i in 0..50 {
+        let mut x = ctx.alloc::<u32>(256).unwrap();
+        stream.fill(&mut x, i).unwrap();
+        drop(x);
+        futures::executor::block_on(stream.synchronize_async()).unwrap();
+        stream.synchronize().unwrap();
+    }
+    let made = ctx.device().events_created() - before;
+    assert!(made <= 4, "50 rounds made {made} events");
+}

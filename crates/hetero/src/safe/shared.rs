@@ -34,6 +34,13 @@ impl Mark {
     pub(crate) fn id(&self) -> EventId {
         *self.0
     }
+
+    /// Gives up this clone: the event, when it was the last one (no one
+    /// else can use the event any more: marks make no weak references).
+    fn into_spare(self) -> Option<Arc<EventId>> {
+        let mut event = self.0;
+        Arc::get_mut(&mut event).is_some().then_some(event)
+    }
 }
 
 /// A stream's own spare mark event, kept under its order lock: an
@@ -55,10 +62,7 @@ pub(crate) struct Recycler<'a, D: Device> {
 impl<D: Device> Recycler<'_, D> {
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn give(&mut self, mark: Mark) {
-        let mut event = mark.0;
-        // Unique (no other clone, and marks make no weak references): no
-        // one else can use the event any more.
-        if Arc::get_mut(&mut event).is_some() {
+        if let Some(event) = mark.into_spare() {
             if self.spare.is_none() {
                 *self.spare = Some(event);
             } else {
@@ -182,7 +186,9 @@ impl<D: Device> Shared<D> {
 
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn recycle(&self, mark: Mark) {
-        Recycler { shared: self, spare: &mut None }.give(mark);
+        if let Some(event) = mark.into_spare() {
+            self.spare().push(event);
+        }
     }
 
     /// Makes a spare event the device's: a stream's, when the stream goes,
