@@ -19,86 +19,69 @@ type Table<T> = FxHashMap<u64, Arc<T>>;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A fresh id, unique among the ids of every table of every device in the
+/// process. It never reaches 2^63 (2^63 ids, one a nanosecond, would take
+/// 292 years), so the top bit is free for allocation ids
+/// ([`super::allocations`]), which take their sequence number from here.
+pub(crate) fn fresh_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Objects of one kind owned by one device, by id, and the released ones
-/// still busy (see [`Handles::retire`]).
+/// still busy (see [`Handles::retire`]): streams, events, modules, kernels.
+/// Allocations, which come and go with the work, have a table of their own
+/// ([`super::allocations`]).
 ///
 /// Every operation looks several objects up, from every host thread that
 /// enqueues, so a lookup must not write a lock word that all those threads
-/// share ([`crate::shard`]). How a table avoids that depends on how often
-/// its objects come and go ([`Store`]).
+/// share ([`crate::shard`]): the map has a read gate per thread shard. A
+/// lookup read-locks its thread's gate, so threads looking up one kernel at
+/// once write nothing in common; a change write-locks every gate, in shard
+/// order, and so excludes every reader. Ids are ours, not an adversary's, so
+/// SipHash's resistance to chosen keys buys nothing; every operation does
+/// several lookups, each hashed with one multiply (`FxHash`).
+///
+/// Invariant: `map` is read only under one gate's read lock and changed
+/// only under every gate's write lock.
 pub(crate) struct Handles<T> {
     backend: Backend,
     what: &'static str,
-    store: Store<T>,
+    gates: Sharded<RwLock<()>>,
+    map: UnsafeCell<Table<T>>,
     retired: Mutex<Vec<Arc<T>>>,
 }
 
-/// The two layouts of a table. Ids are ours, not an adversary's, so
-/// SipHash's resistance to chosen keys buys nothing; every operation does
-/// several lookups, each hashed with one multiply (`FxHash`).
-enum Store<T> {
-    /// Objects every thread uses and that rarely change (streams, events,
-    /// modules, kernels): one map with a read gate per thread shard. A
-    /// lookup read-locks its thread's gate, so threads looking up one
-    /// kernel at once write nothing in common; a change write-locks every
-    /// gate, in shard order, and so excludes every reader.
-    ///
-    /// Invariant: `map` is read only under one gate's read lock and changed
-    /// only under every gate's write lock.
-    Gated { gates: Sharded<RwLock<()>>, map: UnsafeCell<Table<T>> },
-    /// Objects that come and go with the work (allocations): a map per
-    /// shard of ids, each behind its own lock, so a change locks one map,
-    /// and threads using their own objects mostly look up different shards.
-    Split(Sharded<RwLock<Table<T>>>),
-}
-
-// SAFETY: a gated map is shared between threads only as its gates allow
-// (the invariant of `Store::Gated`): reads under a read lock, changes under
-// every write lock, as a `RwLock<Table<T>>` would, which is `Sync` when `T`
-// is `Send + Sync`; everything else is `Sync` under the same bound.
+// SAFETY: the map is shared between threads only as its gates allow (the
+// type's invariant): reads under a read lock, changes under every write
+// lock, as a `RwLock<Table<T>>` would, which is `Sync` when `T` is
+// `Send + Sync`; everything else is `Sync` under the same bound.
 unsafe impl<T: Send + Sync> Sync for Handles<T> {}
 
-/// The shard of id `id` in a split table.
-fn shard_of(id: u64) -> usize {
-    (id % SHARDS as u64) as usize
-}
-
 impl<T> Handles<T> {
-    /// An empty table of objects that every thread uses and that rarely
-    /// change, described as `what` in errors (e.g. "stream").
+    /// An empty table, described as `what` in errors (e.g. "stream").
     pub(crate) fn new(backend: Backend, what: &'static str) -> Self {
-        let store = Store::Gated { gates: shard::each(), map: UnsafeCell::new(FxHashMap::default()) };
-        Self { backend, what, store, retired: Mutex::new(Vec::new()) }
-    }
-
-    /// An empty table of objects that come and go with the work (allocations).
-    pub(crate) fn churning(backend: Backend, what: &'static str) -> Self {
-        Self { backend, what, store: Store::Split(shard::each()), retired: Mutex::new(Vec::new()) }
-    }
-
-    /// Calls `f` with the map that holds `id`, locked for reading.
-    fn read<R>(&self, id: u64, f: impl FnOnce(&Table<T>) -> R) -> R {
-        match &self.store {
-            Store::Gated { gates, map } => {
-                let _gate = gates[shard::current()].0.read().unwrap_or_else(PoisonError::into_inner);
-                // SAFETY: a gate is read-locked, so no change is under way (type invariant).
-                f(unsafe { &*map.get() })
-            }
-            Store::Split(maps) => f(&maps[shard_of(id)].0.read().unwrap_or_else(PoisonError::into_inner)),
+        Self {
+            backend,
+            what,
+            gates: shard::each(),
+            map: UnsafeCell::new(FxHashMap::default()),
+            retired: Mutex::new(Vec::new()),
         }
     }
 
-    /// Calls `f` with the map that holds `id`, locked for a change.
-    fn write<R>(&self, id: u64, f: impl FnOnce(&mut Table<T>) -> R) -> R {
-        match &self.store {
-            Store::Gated { gates, map } => {
-                let _gates: [_; SHARDS] =
-                    std::array::from_fn(|shard| gates[shard].0.write().unwrap_or_else(PoisonError::into_inner));
-                // SAFETY: every gate is write-locked, so nothing else reads or changes the map.
-                f(unsafe { &mut *map.get() })
-            }
-            Store::Split(maps) => f(&mut maps[shard_of(id)].0.write().unwrap_or_else(PoisonError::into_inner)),
-        }
+    /// Calls `f` with the map, locked for reading.
+    fn read<R>(&self, f: impl FnOnce(&Table<T>) -> R) -> R {
+        let _gate = self.gates[shard::current()].0.read().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: a gate is read-locked, so no change is under way (type invariant).
+        f(unsafe { &*self.map.get() })
+    }
+
+    /// Calls `f` with the map, locked for a change.
+    fn write<R>(&self, f: impl FnOnce(&mut Table<T>) -> R) -> R {
+        let _gates: [_; SHARDS] =
+            std::array::from_fn(|shard| self.gates[shard].0.write().unwrap_or_else(PoisonError::into_inner));
+        // SAFETY: every gate is write-locked, so nothing else reads or changes the map.
+        f(unsafe { &mut *self.map.get() })
     }
 
     /// Stores `value` under a fresh id.
@@ -108,14 +91,14 @@ impl<T> Handles<T> {
 
     /// Stores an object that other ids may share (e.g. a cached module).
     pub(crate) fn insert_shared(&self, value: Arc<T>) -> u64 {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        self.write(id, |map| map.insert(id, value));
+        let id = fresh_id();
+        self.write(|map| map.insert(id, value));
         id
     }
 
     /// The object with `id`, or an `InvalidHandle` error naming `call`.
     pub(crate) fn get(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        self.read(id, |map| map.get(&id).cloned()).ok_or_else(|| self.invalid(call, id))
+        self.read(|map| map.get(&id).cloned()).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Calls `f` with the object with `id`, under its table's read lock
@@ -129,12 +112,12 @@ impl<T> Handles<T> {
     /// behind the first).
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda", feature = "hip")), allow(dead_code))]
     pub(crate) fn with<R>(&self, call: &'static str, id: u64, f: impl FnOnce(&T) -> R) -> Result<R> {
-        self.read(id, |map| map.get(&id).map(|object| f(object))).ok_or_else(|| self.invalid(call, id))
+        self.read(|map| map.get(&id).map(|object| f(object))).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Removes and returns the object with `id`.
     pub(crate) fn remove(&self, call: &'static str, id: u64) -> Result<Arc<T>> {
-        self.write(id, |map| map.remove(&id)).ok_or_else(|| self.invalid(call, id))
+        self.write(|map| map.remove(&id)).ok_or_else(|| self.invalid(call, id))
     }
 
     /// Releases `id` without dropping a busy object: it is kept until
@@ -151,13 +134,7 @@ impl<T> Handles<T> {
 
     /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
-        // One map, or one per shard (id `s` falls in shard `s`).
-        let maps = match self.store {
-            Store::Gated { .. } => 1,
-            Store::Split(_) => SHARDS as u64,
-        };
-        let mut all: Vec<Arc<T>> =
-            (0..maps).flat_map(|s| self.write(s, |map| map.drain().map(|(_, v)| v).collect::<Vec<_>>())).collect();
+        let mut all: Vec<Arc<T>> = self.write(|map| map.drain().map(|(_, v)| v).collect());
         all.append(&mut self.retired.lock().unwrap_or_else(PoisonError::into_inner));
         all
     }
@@ -191,12 +168,7 @@ mod tests {
     /// from every shard, and once removed (or taken by `take_all`) from none.
     #[test]
     fn every_shard_sees_inserts_and_removals() {
-        for table in [Handles::new(Backend::Host, "thing"), Handles::churning(Backend::Host, "thing")] {
-            inserts_and_removals_reach_every_thread(table);
-        }
-    }
-
-    fn inserts_and_removals_reach_every_thread(table: Handles<u32>) {
+        let table = Handles::new(Backend::Host, "thing");
         let (a, b) = (table.insert(1), table.insert(2));
         assert!(found_by_every_thread(&table, a).iter().all(|&f| f));
         assert_eq!(table.remove("test", a).ok().map(|v| *v), Some(1));

@@ -16,6 +16,7 @@
 //! calls, each wrapped once (`runtime.rs`). The host backend's Rust
 //! kernels live in `host/kernels/`.
 
+pub(crate) mod allocations;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;

@@ -11,6 +11,7 @@ use super::memory::{GpuMemory, Place};
 use super::module::{self, GpuKernel, GpuModule};
 use super::runtime::{Attribute, Runtime};
 use super::stream::GpuStream;
+use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
@@ -33,7 +34,7 @@ pub struct GpuDevice<R: Runtime> {
     retired_gates: Mutex<Vec<NonNull<u32>>>,
     streams: Handles<GpuStream<R>>,
     events: Handles<GpuEvent<R>>,
-    allocs: Handles<GpuMemory<R>>,
+    allocs: Allocations<GpuMemory<R>>,
     modules: Handles<GpuModule<R>>,
     kernels: Handles<GpuKernel<R>>,
 }
@@ -94,7 +95,7 @@ impl<R: Runtime> GpuDevice<R> {
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(b, "stream"),
             events: Handles::new(b, "event"),
-            allocs: Handles::churning(b, "allocation"),
+            allocs: Allocations::new(b),
             modules: Handles::new(b, "module"),
             kernels: Handles::new(b, "kernel"),
         })
@@ -146,6 +147,15 @@ impl<R: Runtime> GpuDevice<R> {
         // SAFETY: the device is current.
         let event = self.check(unsafe { self.runtime.event_create(timing) })?;
         Ok(EventId(self.events.insert(GpuEvent::Timed { event, timing, recorded: Default::default() })))
+    }
+
+    /// Stores `mem`, or frees it again when the table is full (the device
+    /// is current).
+    fn insert_alloc(&self, mem: GpuMemory<R>) -> Result<AllocId> {
+        self.allocs.insert(mem).map(AllocId).map_err(|(mem, e)| {
+            let _ = mem.free(&self.runtime, self.pool());
+            e
+        })
     }
 
     fn pool(&self) -> Option<R::Stream> {
@@ -411,7 +421,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         // SAFETY: the device is current; the pool stream is live.
         let (ptr, pooled) = self.check(unsafe { self.runtime.mem_alloc(bytes.max(1), self.pool()) })?;
-        Ok(AllocId(self.allocs.insert(GpuMemory { place: Place::Device { ptr, pooled }, size: bytes })))
+        self.insert_alloc(GpuMemory { place: Place::Device { ptr, pooled }, size: bytes })
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
@@ -420,22 +430,21 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let ptr = self.check(unsafe { self.runtime.host_alloc(bytes.max(1), false) })?;
         // SAFETY: the block holds at least `bytes` bytes and is ours alone.
         unsafe { ptr.as_ptr().write_bytes(0, bytes) };
-        Ok(AllocId(self.allocs.insert(GpuMemory { place: Place::Pinned(ptr), size: bytes })))
+        self.insert_alloc(GpuMemory { place: Place::Pinned(ptr), size: bytes })
     }
 
     unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
-        match self.allocs.get("pinned_ptr", alloc.0)?.place {
-            Place::Pinned(ptr) => Ok(ptr),
-            Place::Device { .. } => Err(self.error(
-                "pinned_ptr",
-                ErrorKind::InvalidHandle,
-                "allocation is device memory, not pinned host memory",
-            )),
-        }
+        let pinned = self.allocs.with("pinned_ptr", alloc.0, |mem| match mem.place {
+            Place::Pinned(ptr) => Some(ptr),
+            Place::Device { .. } => None,
+        })?;
+        pinned.ok_or_else(|| {
+            self.error("pinned_ptr", ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory")
+        })
     }
 
     unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
-        Ok(self.allocs.get("alloc_size", alloc.0)?.size)
+        self.allocs.with("alloc_size", alloc.0, |mem| mem.size)
     }
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {

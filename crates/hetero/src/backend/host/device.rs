@@ -12,6 +12,7 @@ use super::kernels::{Args, Block, HostKernel};
 use super::memory::{HostMemory, SendPtr};
 use super::module::HostModule;
 use super::stream::{HostStream, Op};
+use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
@@ -29,7 +30,8 @@ pub struct HostDevice {
     memory_limit: u64,
     streams: Handles<HostStream>,
     events: Handles<HostEvent>,
-    allocs: Handles<HostMemory>,
+    /// Shared with the queued operations that use them.
+    allocs: Allocations<Arc<HostMemory>>,
     modules: Handles<HostModule>,
     kernels: Handles<KernelEntry>,
     epoch: Instant,
@@ -65,7 +67,7 @@ impl HostDevice {
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),
             events: Handles::new(Backend::Host, "event"),
-            allocs: Handles::churning(Backend::Host, "allocation"),
+            allocs: Allocations::new(Backend::Host),
             modules: Handles::new(Backend::Host, "module"),
             kernels: Handles::new(Backend::Host, "kernel"),
             epoch: Instant::now(),
@@ -81,7 +83,7 @@ impl HostDevice {
     }
 
     fn alloc(&self, call: &'static str, id: AllocId) -> Result<Arc<HostMemory>> {
-        self.allocs.get(call, id.0)
+        self.allocs.with(call, id.0, Arc::clone)
     }
 
     /// The allocation of `range`, checked to contain it.
@@ -105,8 +107,9 @@ impl HostDevice {
         self.stream(call, stream)?.enqueue(call, op)
     }
 
-    fn insert_alloc(&self, mem: HostMemory) -> AllocId {
-        AllocId(self.allocs.insert(mem))
+    /// Stores `mem` (dropped again when the table is full).
+    fn insert_alloc(&self, mem: HostMemory) -> Result<AllocId> {
+        self.allocs.insert(Arc::new(mem)).map(AllocId).map_err(|(_, e)| e)
     }
 }
 
@@ -214,11 +217,11 @@ impl Device for HostDevice {
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
-        Ok(self.insert_alloc(HostMemory::new("alloc_device", bytes, false, self.memory_limit)?))
+        self.insert_alloc(HostMemory::new("alloc_device", bytes, false, self.memory_limit)?)
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
-        Ok(self.insert_alloc(HostMemory::new("alloc_pinned", bytes, true, self.memory_limit)?))
+        self.insert_alloc(HostMemory::new("alloc_pinned", bytes, true, self.memory_limit)?)
     }
 
     unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {

@@ -18,9 +18,10 @@ use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
 use super::event::{ClEvent, is_complete};
-use super::memory::ClMemory;
+use super::memory::{ClMemory, View};
 use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
+use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
@@ -45,7 +46,7 @@ pub struct OpenClDevice {
     queues: Arc<Queues>,
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
-    allocs: Handles<ClMemory>,
+    allocs: Allocations<ClMemory>,
     modules: Handles<opencl3::program::Program>,
     kernels: Handles<ClKernel>,
 }
@@ -99,7 +100,7 @@ impl OpenClDevice {
             context,
             streams: Handles::new(Backend::OpenCl, "stream"),
             events: Handles::new(Backend::OpenCl, "event"),
-            allocs: Handles::churning(Backend::OpenCl, "allocation"),
+            allocs: Allocations::new(Backend::OpenCl),
             modules: Handles::new(Backend::OpenCl, "module"),
             kernels: Handles::new(Backend::OpenCl, "kernel"),
         })
@@ -109,24 +110,30 @@ impl OpenClDevice {
         self.streams.get(call, id.0)
     }
 
-    fn range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<ClMemory>> {
-        let mem = self.allocs.get(call, range.alloc.0)?;
+    /// Stores `mem` (released again when the table is full).
+    fn insert_alloc(&self, mem: ClMemory) -> Result<AllocId> {
+        self.allocs.insert(mem).map(AllocId).map_err(|(_, e)| e)
+    }
+
+    /// The buffer of `range`, checked to contain it.
+    fn range(&self, call: &'static str, range: DeviceRange) -> Result<View> {
+        let mem = self.allocs.with(call, range.alloc.0, ClMemory::view)?;
         check_range(Backend::OpenCl, call, range.offset, range.len, mem.size)?;
         Ok(mem)
     }
 
     /// As [`Self::range`], refusing pinned memory (device operations never
     /// touch memory the host may be reading).
-    fn device_range(&self, call: &'static str, range: DeviceRange) -> Result<Arc<ClMemory>> {
+    fn device_range(&self, call: &'static str, range: DeviceRange) -> Result<View> {
         let mem = self.range(call, range)?;
-        if mem.host_ptr().is_some() {
+        if mem.pinned {
             return Err(error(call, ErrorKind::InvalidHandle, "allocation is pinned host memory, not device memory"));
         }
         Ok(mem)
     }
 
     /// A sub-buffer starting at `offset` (kernels take buffers, not pointers).
-    fn sub_buffer(&self, mem: &ClMemory, offset: usize) -> Result<cl_mem> {
+    fn sub_buffer(&self, mem: &View, offset: usize) -> Result<cl_mem> {
         if !offset.is_multiple_of(self.base_align) {
             return Err(error(
                 "clCreateSubBuffer",
@@ -469,22 +476,22 @@ impl Device for OpenClDevice {
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
-        Ok(AllocId(self.allocs.insert(ClMemory::device(self.context.get(), bytes, self.max_alloc)?)))
+        self.insert_alloc(ClMemory::device(self.context.get(), bytes, self.max_alloc)?)
     }
 
     fn alloc_pinned(&self, bytes: usize) -> Result<AllocId> {
         let pinned = ClMemory::pinned(self.context.get(), Arc::clone(&self.mapper), bytes, self.max_alloc)?;
-        Ok(AllocId(self.allocs.insert(pinned)))
+        self.insert_alloc(pinned)
     }
 
     unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
-        self.allocs.get("pinned_ptr", alloc.0)?.host_ptr().ok_or_else(|| {
+        self.allocs.with("pinned_ptr", alloc.0, ClMemory::host_ptr)?.ok_or_else(|| {
             error("pinned_ptr", ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory")
         })
     }
 
     unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
-        Ok(self.allocs.get("alloc_size", alloc.0)?.size)
+        self.allocs.with("alloc_size", alloc.0, |mem| mem.size)
     }
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {

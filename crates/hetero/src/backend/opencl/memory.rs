@@ -76,6 +76,23 @@ impl ClMemory {
     pub(super) fn host_ptr(&self) -> Option<NonNull<u8>> {
         self.mapped.as_ref().map(|(p, _)| *p)
     }
+
+    /// What an operation needs of this buffer, copied out of the allocation
+    /// table under its lock.
+    pub(super) fn view(&self) -> View {
+        View { mem: self.mem, size: self.size, pinned: self.mapped.is_some() }
+    }
+}
+
+/// A copy of a buffer's handle and size, for one operation. It keeps
+/// nothing alive: the [`crate::Device`] contract keeps the buffer from being
+/// freed while an operation uses it.
+#[derive(Clone, Copy)]
+pub(super) struct View {
+    pub(super) mem: cl_mem,
+    pub(super) size: usize,
+    /// Whether the buffer is pinned host memory.
+    pub(super) pinned: bool,
 }
 
 fn create(context: cl_context, flags: u64, size: usize, limit: u64, call: &'static str) -> Result<cl_mem> {
