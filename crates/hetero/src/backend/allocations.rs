@@ -134,12 +134,7 @@ impl<T> Allocations<T> {
     }
 
     fn invalid(&self, call: &'static str, id: u64) -> Error {
-        Error::new(
-            self.backend,
-            call,
-            ErrorKind::InvalidHandle,
-            format!("allocation #{id} does not belong to this device (released, or issued by another device)"),
-        )
+        handles::invalid(self.backend, call, "allocation", id)
     }
 }
 

@@ -27,6 +27,17 @@ pub(crate) fn fresh_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The refusal of id `id` of a `what` (e.g. "stream") by `call`: not one of
+/// this device's, or released.
+pub(crate) fn invalid(backend: Backend, call: &'static str, what: &str, id: u64) -> Error {
+    Error::new(
+        backend,
+        call,
+        ErrorKind::InvalidHandle,
+        format!("{what} #{id} does not belong to this device (released, or issued by another device)"),
+    )
+}
+
 /// Objects of one kind owned by one device, by id, and the released ones
 /// still busy (see [`Handles::retire`]): streams, events, modules, kernels.
 /// Allocations, which come and go with the work, have a table of their own
@@ -140,12 +151,7 @@ impl<T> Handles<T> {
     }
 
     fn invalid(&self, call: &'static str, id: u64) -> Error {
-        Error::new(
-            self.backend,
-            call,
-            ErrorKind::InvalidHandle,
-            format!("{} #{id} does not belong to this device (released, or issued by another device)", self.what),
-        )
+        invalid(self.backend, call, self.what, id)
     }
 }
 
