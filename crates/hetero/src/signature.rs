@@ -22,6 +22,8 @@ pub(crate) struct Param {
     pub(crate) pointer: Option<bool>,
 }
 
+// The host backend checks registrations against these descriptions.
+#[cfg_attr(not(feature = "host"), allow(dead_code))]
 impl Param {
     /// The parameter as a sentence's object: "`GLOBAL const float* x`".
     pub(crate) fn describe(&self) -> String {
