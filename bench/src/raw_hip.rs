@@ -1,9 +1,13 @@
-//! The operations through the HIP runtime directly (`cubecl-hip-sys`): what
+//! The operations through the HIP runtime directly (`cubecl-hip-sys`'s bindings,
+//! per-operation functions resolved once: `hetero::backend::hip::ffi`): what
 //! hetero's HIP backend costs on top of the calls it makes, on device 0.
 
 use std::ffi::{CString, c_char, c_void};
 
-use cubecl_hip_sys as hip;
+// The bindings with the per-operation functions resolved once, as a program
+// linked against libamdhip64 calls them (cubecl-hip-sys's own bindings look
+// each symbol up at every call).
+use hetero::backend::hip::ffi as hip;
 
 use crate::measure::{Fail, Path};
 use crate::{Op, sizes};
@@ -205,5 +209,11 @@ impl Drop for Raw {
 /// The operations of [`Op::ALL`] through raw HIP calls: `(name, the hetero
 /// path it is compared with, path)`.
 pub fn paths() -> Result<Vec<crate::RawPath>, Fail> {
-    Ok(vec![("raw", "hetero", Box::new(Raw::new()?))])
+    let raw = Raw::new()?;
+    if !hip::resolved() {
+        eprintln!(
+            "bench: HIP's functions could not be resolved once: hetero and the raw path look each up at every call"
+        );
+    }
+    Ok(vec![("raw", "hetero", Box::new(raw))])
 }

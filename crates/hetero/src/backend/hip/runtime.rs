@@ -6,7 +6,7 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
-use cubecl_hip_sys as hip;
+use super::ffi as hip;
 
 use super::error::{check, error};
 use crate::backend::gpu::{Attribute, Identity, ModuleCache, Runtime, Sealed};
