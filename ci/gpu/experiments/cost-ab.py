@@ -4,9 +4,11 @@
 
 For each file (one bench run) and backend: hetero against its baseline,
 as the bench pairs them (OpenCL: untimed streams against the raw calls
-flushed as hetero flushes; CUDA: default streams against cudarc), and
-the typed layer's share (untimed streams against the trait path), for
-the operations the per-operation targets name. Medians in microseconds.
+flushed as hetero flushes; CUDA: default streams against cudarc; HIP:
+untimed streams against hetero's CUDA in the same run, and raw HIP
+against raw CUDA), and the typed layer's share (untimed streams against
+the trait path), for the operations the per-operation targets name.
+Medians in microseconds.
 """
 
 import json
@@ -20,11 +22,20 @@ def costs(device):
     return {p["path"]: dict((op, c["median_us"]) for op, c in p["costs"]) for p in device["paths"]}
 
 
+def ratios(a, b):
+    """`op a/b=ratio` for each operation both have."""
+    return "; ".join(f"{op} {a[op]:.2f}/{b[op]:.2f}={a[op] / b[op]:.2f}x" for op in OPS if op in a and op in b)
+
+
 def main(files):
     for name in files:
-        for device in json.load(open(name))["devices"]:
-            backend = device["backend"]
-            by_path = costs(device)
+        devices = {d["backend"]: costs(d) for d in json.load(open(name))["devices"]}
+        short = name.rsplit("/", 1)[-1]
+        if "hip" in devices and "cuda" in devices:
+            hip, cuda = devices["hip"], devices["cuda"]
+            for path in ("hetero-untimed", "raw"):
+                print(f"{short} hip vs cuda, {path}: " + ratios(hip.get(path, {}), cuda.get(path, {})))
+        for backend, by_path in devices.items():
             if backend not in BASELINE:
                 continue
             ours, theirs = BASELINE[backend]
@@ -35,7 +46,7 @@ def main(files):
                 if op in hetero and op in base:
                     share = f" layer {untimed[op] - trait[op]:+.2f}" if op in trait and op in untimed else ""
                     cells.append(f"{op} {hetero[op]:.2f}/{base[op]:.2f}={hetero[op] / base[op]:.2f}x{share}")
-            print(f"{name.rsplit('/', 1)[-1]} {backend} {ours} vs {theirs}: " + "; ".join(cells))
+            print(f"{short} {backend} {ours} vs {theirs}: " + "; ".join(cells))
 
 
 if __name__ == "__main__":

@@ -2,20 +2,23 @@
 # Did a change make hetero's operations cheaper? Alternates bench binaries
 # (in .gpu/diag/) on one machine, three rounds each, timing only the
 # per-operation costs (pull, threads and growth cut to a minimum) on CUDA
-# and OpenCL, and prints each run's ratios (cost-ab.py).
+# and OpenCL (or the backends in $BACKENDS), and prints each run's ratios
+# (cost-ab.py).
 #
 #   cp <old bench> .gpu/diag/bench-old; cp <new bench> .gpu/diag/bench-new
 #   OUT=... bash ci/gpu/experiments/cost-ab.sh bench-old bench-new
+#   BACKENDS=cuda,hip OUT=... bash ci/gpu/experiments/cost-ab.sh bench-old bench-new
 set -u
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
-backends_for_env=cuda,opencl
+backends=${BACKENDS:-cuda,opencl}
+backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh >/dev/null 2>&1
 for round in 1 2 3; do
   for b in "$@"; do
     echo "== $b round $round"
-    timeout 120 ".gpu/diag/$b" --backend cuda,opencl --rounds 9 --pull-repeats 1 --pull-size small \
+    timeout 120 ".gpu/diag/$b" --backend "$backends" --rounds 9 --pull-repeats 1 --pull-size small \
       --thread-batches 0 --growth-groups 2 --json "$out/$b-$round.json" >"$out/$b-$round.log" 2>&1
     echo "exit $?"
   done
