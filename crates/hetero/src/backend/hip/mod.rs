@@ -175,7 +175,13 @@ pub mod ffi {
         static TABLE: OnceLock<(Table, bool)> = OnceLock::new();
         TABLE.get_or_init(|| {
             #[cfg(unix)]
-            if let Some(table) = loaded().as_ref().and_then(Table::resolve) {
+            if let Some(library) = loaded()
+                && let Some(table) = Table::resolve(&library)
+            {
+                // The pointers must outlive every call: the library stays
+                // open for the process's life (the bindings keep it open
+                // too, in a static).
+                std::mem::forget(library);
                 return (table, true);
             }
             (Table::bindings(), false)
@@ -186,7 +192,7 @@ pub mod ffi {
     /// `libamdhip64.so` (or `.so.1`, `.so.0`) in `$ROCM_PATH/lib`,
     /// `$ROCM_PATH`, `$HIP_PATH/lib`, `$HIP_PATH`, then on the library path.
     /// Only a library already loaded is opened (`RTLD_NOLOAD`), so no second
-    /// runtime ever comes in. The handle is kept for the process's life.
+    /// runtime ever comes in.
     #[cfg(unix)]
     fn loaded() -> Option<libloading::os::unix::Library> {
         if !is_available() {
