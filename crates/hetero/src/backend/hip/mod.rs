@@ -201,7 +201,7 @@ pub mod ffi {
         let roots = ["ROCM_PATH", "HIP_PATH"].into_iter().filter_map(std::env::var_os).map(std::path::PathBuf::from);
         let folders = roots.flat_map(|root| [root.join("lib"), root]).map(Some).chain([None]);
         let names = ["libamdhip64.so", "libamdhip64.so.1", "libamdhip64.so.0"];
-        for folder in folders.collect::<Vec<_>>() {
+        for folder in folders {
             for name in names {
                 let path = folder.as_ref().map_or_else(|| name.into(), |f| f.join(name));
                 // SAFETY: RTLD_NOLOAD opens only a library already loaded (the
