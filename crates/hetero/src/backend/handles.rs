@@ -29,6 +29,7 @@ pub(crate) fn fresh_id() -> u64 {
 
 /// The refusal of id `id` of a `what` (e.g. "stream") by `call`: not one of
 /// this device's, or released.
+#[cold]
 pub(crate) fn invalid(backend: Backend, call: &'static str, what: &str, id: u64) -> Error {
     Error::new(
         backend,

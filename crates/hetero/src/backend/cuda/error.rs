@@ -30,6 +30,7 @@ pub(super) fn is_sticky(code: CUresult) -> bool {
 }
 
 /// The error for `code` returned by `call`, with the driver's name and text.
+#[cold]
 pub(super) fn cu_error(call: &'static str, code: CUresult) -> Error {
     use CUresult::*;
     let err = DriverError(code);

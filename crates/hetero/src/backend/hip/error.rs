@@ -33,6 +33,7 @@ fn text(ptr: *const std::ffi::c_char) -> String {
 }
 
 /// The error for `code` returned by `call`, with HIP's name and text.
+#[cold]
 pub(super) fn hip_error(call: &'static str, code: hip::hipError_t) -> Error {
     // SAFETY: both functions accept any code and return static strings.
     let (name, message) = unsafe { (text(hip::hipGetErrorName(code)), text(hip::hipGetErrorString(code))) };
@@ -57,6 +58,7 @@ pub(super) fn check(call: &'static str, code: hip::hipError_t) -> Result<()> {
 }
 
 /// The error for a failed hiprtc call.
+#[cold]
 pub(super) fn rtc_error(call: &'static str, code: hip::hiprtcResult) -> Error {
     // SAFETY: accepts any code and returns a static string.
     let message = text(unsafe { hip::hiprtcGetErrorString(code) });

@@ -14,6 +14,7 @@ pub(super) fn error(call: &'static str, kind: ErrorKind, message: impl Into<Stri
 }
 
 /// The error for OpenCL status `code` returned by `call`.
+#[cold]
 pub(super) fn cl_error(call: &'static str, code: i32) -> Error {
     let kind = match code {
         codes::CL_MEM_OBJECT_ALLOCATION_FAILURE | codes::CL_OUT_OF_RESOURCES | codes::CL_OUT_OF_HOST_MEMORY => {
