@@ -9,10 +9,17 @@ untimed streams against hetero's CUDA in the same run, and raw HIP
 against raw CUDA), and the typed layer's share (untimed streams against
 the trait path), for the operations the per-operation targets name.
 Medians in microseconds.
+
+Then, per binary (the file name up to its last `-`: `bench-new-2.json`
+is a run of `bench-new`), the median ratio over its runs with their
+range, also for OpenCL's default (timed) streams against raw calls on
+profiling queues: a single run's ratio moves by about +-0.1 between runs.
 """
 
 import json
+import statistics
 import sys
+from collections import defaultdict
 
 OPS = ["launch", "launch_tracked", "copy_h2d", "copy_h2d_tracked", "copy_d2h", "alloc_free1_m", "round_trip"]
 BASELINE = {"opencl": ("hetero-untimed", "raw-flushed"), "cuda": ("hetero", "cudarc")}
@@ -25,6 +32,31 @@ def costs(device):
 def ratios(a, b):
     """`op a/b=ratio` for each operation both have."""
     return "; ".join(f"{op} {a[op]:.2f}/{b[op]:.2f}={a[op] / b[op]:.2f}x" for op in OPS if op in a and op in b)
+
+
+# Each comparison the summary gives: backend, hetero path, baseline path.
+SUMMARY = [("opencl", "hetero-untimed", "raw-flushed"), ("opencl", "hetero", "raw-prof"), ("cuda", "hetero", "cudarc")]
+
+
+def summary(files):
+    """Per binary and comparison: each operation's median ratio over the runs, and their range."""
+    runs = defaultdict(list)
+    for name in files:
+        runs[name.rsplit("/", 1)[-1].rsplit("-", 1)[0]].append(name)
+    for binary, names in sorted(runs.items()):
+        devices = [{d["backend"]: costs(d) for d in json.load(open(n))["devices"]} for n in names]
+        for backend, ours, theirs in SUMMARY:
+            cells = []
+            for op in OPS:
+                r = sorted(
+                    d[backend][ours][op] / d[backend][theirs][op]
+                    for d in devices
+                    if backend in d and op in d[backend].get(ours, {}) and op in d[backend].get(theirs, {})
+                )
+                if r:
+                    cells.append(f"{op} {statistics.median(r):.2f}x ({r[0]:.2f}-{r[-1]:.2f})")
+            if cells:
+                print(f"{binary}, {len(names)} runs, {backend} {ours} vs {theirs}: " + "; ".join(cells))
 
 
 def main(files):
@@ -51,3 +83,4 @@ def main(files):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+    summary(sys.argv[1:])
