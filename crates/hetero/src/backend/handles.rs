@@ -4,7 +4,7 @@
 //! handle issued by one device (or of another kind) is never found in
 //! another table and is refused with [`ErrorKind::InvalidHandle`].
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -17,14 +17,36 @@ use crate::shard::{self, SHARDS, Sharded};
 /// Objects by id.
 type Table<T> = FxHashMap<u64, Arc<T>>;
 
+/// The first id no thread has taken yet.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Ids a thread takes from [`NEXT_ID`] at once, so that handing one out
+/// (every allocation takes one) writes no word that every thread shares.
+const ID_BLOCK: u64 = 1024;
+
+thread_local! {
+    /// The calling thread's untaken ids: `next..end` of its block.
+    static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
 
 /// A fresh id, unique among the ids of every table of every device in the
 /// process. It never reaches 2^63 (2^63 ids, one a nanosecond, would take
-/// 292 years), so the top bit is free for allocation ids
-/// ([`super::allocations`]), which take their sequence number from here.
+/// 292 years, and a thread leaves at most one block partly unused), so the
+/// top bit is free for allocation ids ([`super::allocations`]), which take
+/// their sequence number from here.
 pub(crate) fn fresh_id() -> u64 {
-    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    let from_block = IDS.try_with(|ids| {
+        let (next, end) = ids.get();
+        if next < end {
+            ids.set((next + 1, end));
+            return next;
+        }
+        let start = NEXT_ID.fetch_add(ID_BLOCK, Ordering::Relaxed);
+        ids.set((start + 1, start + ID_BLOCK));
+        start
+    });
+    // A thread whose locals are already gone takes ids one at a time.
+    from_block.unwrap_or_else(|_| NEXT_ID.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The refusal of id `id` of a `what` (e.g. "stream") by `call`: not one of
@@ -169,6 +191,23 @@ mod tests {
             let threads: Vec<_> = (0..2 * SHARDS).map(|_| s.spawn(|| table.get("test", id).is_ok())).collect();
             threads.into_iter().map(|t| t.join().unwrap_or(false)).collect()
         })
+    }
+
+    /// Guards the per-thread id blocks: two threads, or one thread across
+    /// the end of its block, must never be handed the same id.
+    #[test]
+    fn fresh_ids_are_unique_across_threads() {
+        let per_thread = 3 * super::ID_BLOCK as usize + 7;
+        let ids: Vec<u64> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..8)
+                .map(|_| s.spawn(move || (0..per_thread).map(|_| super::fresh_id()).collect::<Vec<_>>()))
+                .collect();
+            threads.into_iter().flat_map(|t| t.join().unwrap_or_default()).collect()
+        });
+        assert_eq!(ids.len(), 8 * per_thread, "a thread panicked");
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "an id was handed out twice");
+        assert!(ids.iter().all(|&id| id > 0 && id < 1 << 63));
     }
 
     /// Guards the sharded gates: an object inserted on one thread is found

@@ -26,6 +26,9 @@ use crate::shard::{self, Sharded};
 /// Invariant: the event is never recorded again while a clone exists; the
 /// holder that gives up the last clone returns it to [`Shared::recycle`],
 /// which makes it spare.
+///
+/// The `Arc` goes back to the spares with its event, so that a new mark
+/// allocates nothing (`layer_allocations`).
 #[derive(Clone)]
 pub(crate) struct Mark(Arc<EventId>);
 

@@ -248,7 +248,12 @@ impl<'a> Held<'a> {
     /// there by `mark` (one mark serves every range it uses). Marks it
     /// replaces go to `recycler`.
     pub(crate) fn after<D: Device>(&mut self, recycler: &mut Recycler<'_, D>, stream: StreamId, mark: Mark) {
-        for (guard, range, access) in guard_indices(&self.uses) {
+        // The last use takes the mark itself, the others a clone: every
+        // clone made or given up is an atomic write.
+        let last = self.uses.len().saturating_sub(1);
+        let mut mark = Some(mark);
+        for (k, (guard, range, access)) in guard_indices(&self.uses).enumerate() {
+            let Some(mark) = (if k == last { mark.take() } else { mark.clone() }) else { break };
             let state = &mut *self.guards[guard];
             let list = match access {
                 // Every use within a write's range is ordered before it
@@ -267,9 +272,9 @@ impl<'a> Held<'a> {
             match list.iter_mut().find(|u| u.stream == stream) {
                 Some(entry) => {
                     entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
-                    recycler.give(std::mem::replace(&mut entry.mark, mark.clone()));
+                    recycler.give(std::mem::replace(&mut entry.mark, mark));
                 }
-                None => list.push(Use { stream, range: range.clone(), mark: mark.clone() }),
+                None => list.push(Use { stream, range: range.clone(), mark }),
             }
             if list.len() > PRUNE_ABOVE {
                 state.prune(recycler);
@@ -279,8 +284,10 @@ impl<'a> Held<'a> {
         for (tracker, state) in trackers.zip(&self.guards) {
             tracker.streams.store(state.streams(), Ordering::Release);
         }
-        // The last clone when the operation used no memory.
-        recycler.give(mark);
+        // The mark itself when the operation used no memory.
+        if let Some(mark) = mark {
+            recycler.give(mark);
+        }
     }
 }
 

@@ -222,10 +222,15 @@ impl ClStream {
         last.waits.clear();
         last.event = Some((Arc::new(event), recordable || !self.profiling));
         last.commands += 1;
-        let oldest = match self.oldest.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => now,
-            Err(oldest) => oldest,
-        };
+        // Read first: the exchange, an atomic write, is needed only by the
+        // first command after a flush.
+        let mut oldest = self.oldest.load(Ordering::Acquire);
+        if oldest == 0 {
+            oldest = match self.oldest.compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => now,
+                Err(oldest) => oldest,
+            };
+        }
         Ok(last.commands >= FLUSH_COMMANDS || now.saturating_sub(oldest) >= FLUSH_AFTER_NS)
     }
 
