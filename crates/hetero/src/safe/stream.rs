@@ -298,8 +298,9 @@ impl<D: Device> Stream<D> {
     }
 
     /// Copies pageable host memory into device memory. Blocks until the
-    /// copy is done, since `src` is only borrowed for this call; it returns
-    /// (also with an error) only once the device can no longer read `src`.
+    /// copy and the work enqueued before it on this stream are done, since
+    /// `src` is only borrowed for this call; it returns (also with an
+    /// error) only once the device can no longer read `src`.
     pub fn copy_from_host<'d, T: Pod>(&self, src: &[T], dst: impl Into<SliceMut<'d, T, OnDevice, D>>) -> Result<()> {
         let dst = dst.into();
         self.check_len(src.len(), dst.len())?;
@@ -314,12 +315,15 @@ impl<D: Device> Stream<D> {
             // SAFETY: src is borrowed for the whole call, which returns once the copy is done.
             unsafe { self.device.copy_h2d_sync(src.as_ptr().cast(), dv.range(), self.id) }
         })?;
-        self.synchronize()
+        // `copy_h2d_sync` synchronised the stream: no second wait.
+        self.device.reap();
+        Ok(())
     }
 
-    /// Copies device memory into pageable host memory. Blocks until done;
-    /// it returns (also with an error) only once the device can no longer
-    /// write `dst`.
+    /// Copies device memory into pageable host memory. Blocks until the
+    /// copy and the work enqueued before it on this stream are done, and
+    /// reports that work's errors; it returns (also with an error) only
+    /// once the device can no longer write `dst`.
     pub fn copy_to_host<'s, T: Pod>(&self, src: impl Into<Slice<'s, T, OnDevice, D>>, dst: &mut [T]) -> Result<()> {
         let src = src.into();
         self.check_len(src.len(), dst.len())?;
@@ -332,7 +336,10 @@ impl<D: Device> Stream<D> {
             // the copy is done (or can never run), also with an error.
             unsafe { self.device.copy_d2h_sync(sv.range(), dst.as_mut_ptr().cast(), self.id) }
         })?;
-        self.synchronize()
+        // `copy_d2h_sync` synchronised the stream, reporting earlier work's
+        // errors: a second wait would only cost a driver call or two.
+        self.device.reap();
+        Ok(())
     }
 
     /// Device memory for `len` elements for use on this stream (contents
