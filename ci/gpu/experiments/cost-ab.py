@@ -29,9 +29,16 @@ def costs(device):
     return {p["path"]: dict((op, c["median_us"]) for op, c in p["costs"]) for p in device["paths"]}
 
 
-def ratios(a, b):
-    """`op a/b=ratio` for each operation both have."""
-    return "; ".join(f"{op} {a[op]:.2f}/{b[op]:.2f}={a[op] / b[op]:.2f}x" for op in OPS if op in a and op in b)
+def ratios(a, b, untimed=None, trait=None):
+    """`op a/b=ratio` for each operation both have, followed by the typed
+    layer's share (`untimed` less `trait`) where both are given and have it."""
+    untimed, trait = untimed or {}, trait or {}
+    cells = []
+    for op in OPS:
+        if op in a and op in b:
+            share = f" layer {untimed[op] - trait[op]:+.2f}" if op in trait and op in untimed else ""
+            cells.append(f"{op} {a[op]:.2f}/{b[op]:.2f}={a[op] / b[op]:.2f}x{share}")
+    return "; ".join(cells)
 
 
 # Each comparison the summary gives: backend, hetero path, baseline path.
@@ -71,14 +78,10 @@ def main(files):
             if backend not in BASELINE:
                 continue
             ours, theirs = BASELINE[backend]
-            hetero, base = by_path.get(ours, {}), by_path.get(theirs, {})
-            untimed, trait = by_path.get("hetero-untimed", {}), by_path.get("trait", {})
-            cells = []
-            for op in OPS:
-                if op in hetero and op in base:
-                    share = f" layer {untimed[op] - trait[op]:+.2f}" if op in trait and op in untimed else ""
-                    cells.append(f"{op} {hetero[op]:.2f}/{base[op]:.2f}={hetero[op] / base[op]:.2f}x{share}")
-            print(f"{short} {backend} {ours} vs {theirs}: " + "; ".join(cells))
+            cells = ratios(
+                by_path.get(ours, {}), by_path.get(theirs, {}), by_path.get("hetero-untimed"), by_path.get("trait")
+            )
+            print(f"{short} {backend} {ours} vs {theirs}: " + cells)
 
 
 if __name__ == "__main__":
