@@ -1,6 +1,7 @@
 //! The arguments of one host launch, checked against the registration.
 
 use std::any::Any;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::slice::{Slice, SliceMut};
@@ -16,7 +17,7 @@ pub(crate) enum Value {
         /// Bytes from `ptr` to the allocation's end.
         len: usize,
         /// Keeps the allocation alive while the launch runs.
-        owner: Arc<dyn Any + Send + Sync>,
+        _owner: Arc<dyn Any + Send + Sync>,
     },
     /// A scalar or struct, by value.
     Scalar(KernelArg),
@@ -95,13 +96,18 @@ impl Args {
         Ok(())
     }
 
-    fn view<T: bytemuck::Pod>(&self, index: usize) -> Fault<(*mut T, usize, Arc<dyn Any + Send + Sync>)> {
+    fn view<T: bytemuck::Pod>(&self, index: usize) -> Fault<Slice<'_, T>> {
         match self.get(index)? {
-            Value::Buffer { ptr, len, owner } => {
+            Value::Buffer { ptr, len, .. } => {
                 if !(*ptr as usize).is_multiple_of(std::mem::align_of::<T>()) {
                     return Err(format!("buffer argument {index} is misaligned for `{}`", std::any::type_name::<T>()));
                 }
-                Ok((ptr.cast(), len / std::mem::size_of::<T>().max(1), Arc::clone(owner)))
+                Ok(Slice {
+                    ptr: ptr.cast(),
+                    len: len / std::mem::size_of::<T>().max(1),
+                    atomic: !self.trusted,
+                    _args: PhantomData,
+                })
             }
             Value::Scalar(_) => Err(format!("argument {index} is a scalar, not a buffer")),
         }
@@ -109,18 +115,16 @@ impl Args {
 
     /// Argument `index` as a read-only view of `T` from the argument's
     /// offset to its allocation's end.
-    pub fn slice<T: bytemuck::Pod>(&self, index: usize) -> Fault<Slice<T>> {
+    pub fn slice<T: bytemuck::Pod>(&self, index: usize) -> Fault<Slice<'_, T>> {
         self.declared::<T>(index, Kind::Slice)?;
-        let (ptr, len, owner) = self.view::<T>(index)?;
-        Ok(Slice { ptr, len, atomic: !self.trusted, _owner: owner })
+        self.view::<T>(index)
     }
 
     /// Argument `index` as a writable view of `T`; the registration must
     /// declare it with [`HostKernel::slice_mut`].
-    pub fn slice_mut<T: bytemuck::Pod>(&self, index: usize) -> Fault<SliceMut<T>> {
+    pub fn slice_mut<T: bytemuck::Pod>(&self, index: usize) -> Fault<SliceMut<'_, T>> {
         self.declared::<T>(index, Kind::SliceMut)?;
-        let (ptr, len, owner) = self.view::<T>(index)?;
-        Ok(SliceMut(Slice { ptr, len, atomic: !self.trusted, _owner: owner }))
+        Ok(SliceMut(self.view::<T>(index)?))
     }
 
     /// Argument `index` as a scalar or struct of type `T`.

@@ -8,30 +8,46 @@
 //! than undefined behaviour; built-in kernels, which write disjoint
 //! elements per block, use plain copies the compiler vectorises.
 
-use std::any::Any;
-use std::sync::Arc;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use super::Fault;
 
-/// A read-only view of `len` elements of device memory.
+/// A read-only view of `len` elements of device memory, borrowed from the
+/// launch's [`Args`](super::Args) for `'a`.
 ///
-/// Invariant: `ptr` is aligned for `T` and valid for `len` elements while
-/// `_owner` is held; while the launch runs no other stream writes them.
-pub struct Slice<T> {
+/// Invariant: `ptr` is aligned for `T` and valid for `len` elements for
+/// `'a`, the launch's arguments, which own the allocation; while the launch
+/// runs no other stream writes them. The lifetime is what ends a view with
+/// its launch: a kernel body cannot keep one (in a `thread_local!`, say)
+/// and write through it after the memory was freed and handed out again.
+///
+/// ```compile_fail,E0521
+/// use std::cell::RefCell;
+/// use hetero::host_kernel::{Args, Block, Fault, SliceMut};
+/// thread_local! {
+///     static KEPT: RefCell<Option<SliceMut<u32>>> = const { RefCell::new(None) };
+/// }
+/// fn keep(_: &Block, a: &Args) -> Fault {
+///     let s = a.slice_mut::<u32>(0)?;
+///     KEPT.with(|t| *t.borrow_mut() = Some(s));
+///     Ok(())
+/// }
+/// ```
+pub struct Slice<'a, T> {
     pub(super) ptr: *mut T,
     pub(super) len: usize,
     /// Access elements with atomics (registered kernels) or plain copies (built-ins).
     pub(super) atomic: bool,
-    pub(super) _owner: Arc<dyn Any + Send + Sync>,
+    pub(super) _args: PhantomData<&'a super::Args>,
 }
 
 /// A writable view: everything a [`Slice`] does, and writes.
-pub struct SliceMut<T>(pub(super) Slice<T>);
+pub struct SliceMut<'a, T>(pub(super) Slice<'a, T>);
 
-impl<T> std::ops::Deref for SliceMut<T> {
-    type Target = Slice<T>;
-    fn deref(&self) -> &Slice<T> {
+impl<'a, T> std::ops::Deref for SliceMut<'a, T> {
+    type Target = Slice<'a, T>;
+    fn deref(&self) -> &Slice<'a, T> {
         &self.0
     }
 }
@@ -78,7 +94,7 @@ unsafe fn copy_atomic<T>(from: *const T, to: *mut T, count: usize, load: bool) {
     }
 }
 
-impl<T: bytemuck::Pod> Slice<T> {
+impl<T: bytemuck::Pod> Slice<'_, T> {
     /// Elements in the view.
     pub fn len(&self) -> usize {
         self.len
@@ -141,7 +157,7 @@ impl<T: bytemuck::Pod> Slice<T> {
     }
 }
 
-impl<T: bytemuck::Pod> SliceMut<T> {
+impl<T: bytemuck::Pod> SliceMut<'_, T> {
     /// Writes element `i`.
     pub fn set(&self, i: usize, value: T) -> Fault {
         self.write(i, &[value])
@@ -174,7 +190,7 @@ impl<T: bytemuck::Pod> SliceMut<T> {
     }
 }
 
-impl SliceMut<f32> {
+impl SliceMut<'_, f32> {
     /// Atomically adds `value` to element `i` (`atomic_add_f32`).
     pub fn atomic_add(&self, i: usize, value: f32) -> Fault {
         let _ = self
@@ -184,7 +200,7 @@ impl SliceMut<f32> {
     }
 }
 
-impl SliceMut<u32> {
+impl SliceMut<'_, u32> {
     /// Atomically adds `value` to element `i`, returning the old value (`atomic_add_u32`).
     pub fn atomic_add(&self, i: usize, value: u32) -> Fault<u32> {
         Ok(self.cell(i)?.fetch_add(value, Ordering::AcqRel))
@@ -201,7 +217,7 @@ impl SliceMut<u32> {
     }
 }
 
-impl SliceMut<i32> {
+impl SliceMut<'_, i32> {
     /// Atomically adds `value` to element `i`, returning the old value (`atomic_add_i32`).
     pub fn atomic_add(&self, i: usize, value: i32) -> Fault<i32> {
         Ok(self.cell(i)?.fetch_add(value as u32, Ordering::AcqRel) as i32)

@@ -364,7 +364,7 @@ impl Device for HostDevice {
                         let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
                         // SAFETY: offset <= size (checked by device_range), so the pointer stays in the block.
                         let ptr = unsafe { mem.ptr().as_ptr().add(offset) };
-                        Value::Buffer { ptr, len: mem.size() - offset, owner: mem }
+                        Value::Buffer { ptr, len: mem.size() - offset, _owner: mem }
                     }
                     scalar => Value::Scalar(scalar.clone()),
                 })

@@ -104,7 +104,7 @@ mod tests {
         let mem = HostMemory::new("test", bytes.len(), false, u64::MAX).expect("test allocation");
         // SAFETY: the block was just allocated with at least bytes.len() bytes.
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), mem.ptr().as_ptr(), bytes.len()) };
-        Value::Buffer { ptr: mem.ptr().as_ptr(), len: bytes.len(), owner: Arc::new(mem) }
+        Value::Buffer { ptr: mem.ptr().as_ptr(), len: bytes.len(), _owner: Arc::new(mem) }
     }
 
     fn u32(v: u32) -> Value {
