@@ -227,23 +227,21 @@ impl<D: Device> Stream<D> {
         unsafe { self.device.stream_wait_event(self.id, id) }
     }
 
-    /// Runs `enqueue` between the tracker steps of every view it uses.
+    /// Checks that every view is of this device and makes the stream wait
+    /// (on the device) for conflicting uses of them on other streams; returns
+    /// the uses, unlocked, for the operation's record.
     ///
-    /// Failure-atomic: if tracking fails after `enqueue` queued work, the
-    /// stream is synchronised before the error returns, so the untracked
-    /// work has finished (or can never run) before anyone can free or
-    /// touch its memory.
-    fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+    /// The trackers are held for the waits and again for the record, not
+    /// across the enqueue: a use that conflicts with this one needs an
+    /// overlapping view, which the borrow rules keep out for the whole
+    /// operation (a write needs `&mut`), so none can be stored meanwhile;
+    /// and threads reading one buffer (shared inputs) do not take turns for
+    /// each other's driver calls. A failure here leaves some device-side
+    /// waits queued and no work: harmless.
+    fn wait_for<'v>(&self, views: &[&'v View<'_, D>]) -> Result<Held<'v>> {
         for v in views {
             same_device(&self.device, v.device, "stream operation")?;
         }
-        // The trackers are held for the waits and again for the record, not
-        // across the enqueue: a use that conflicts with this one needs an
-        // overlapping view, which the borrow rules keep out for this whole
-        // call (a write needs `&mut`), so none can be stored meanwhile; and
-        // threads reading one buffer (shared inputs) do not take turns for
-        // each other's driver calls. A failure here leaves some device-side
-        // waits queued and no work: harmless.
         let mut held = Held::new();
         for v in views {
             held.add(v.tracker, v.offset..v.offset + v.len, v.access);
@@ -253,9 +251,22 @@ impl<D: Device> Stream<D> {
             held.before(&**self.device, self.id)?;
             held.unlock();
         }
+        Ok(held)
+    }
+
+    /// Runs `enqueue` between the tracker steps of every view it uses.
+    ///
+    /// Failure-atomic: if tracking fails after `enqueue` queued work, the
+    /// stream is synchronised before the error returns, so the untracked
+    /// work has finished (or can never run) before anyone can free or
+    /// touch its memory.
+    fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+        let mut held = self.wait_for(views)?;
         // One operation of this stream at a time from enqueue to record, so
         // that marks reach the trackers in stream order (a later mark stands
-        // for the earlier ones of its stream).
+        // for the earlier ones of its stream). `enqueue` must not wait for
+        // the device: a thread sharing the stream would wait with it, even
+        // for a gate that it is the one to open.
         let mut spare = self.order.lock().unwrap_or_else(PoisonError::into_inner);
         enqueue()?;
         // SAFETY: the stream is owned by self.
@@ -272,6 +283,20 @@ impl<D: Device> Stream<D> {
                 Err(e)
             }
         }
+    }
+
+    /// Runs `copy`, a synchronous copy that returns only once the stream
+    /// has run it (or never can), after the waits for every view it uses.
+    ///
+    /// It records no mark and so takes no order lock: the use is over when
+    /// `copy` returns, and a conflicting use cannot be stored meanwhile (as
+    /// in [`Stream::tracked`]). Other threads enqueuing on the stream are
+    /// never held up by the device wait (`enqueue_is_not_held_by_a_blocking_copy`).
+    fn blocking(&self, views: &[&View<'_, D>], copy: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.wait_for(views)?;
+        copy()?;
+        self.device.reap();
+        Ok(())
     }
 
     /// Enqueues a copy between equal-length slices: pinned to device,
@@ -310,14 +335,11 @@ impl<D: Device> Stream<D> {
         let dv = dst.view();
         // An error from copy_h2d_sync may come after the copy was queued; it
         // returns only once the stream is done or can never run, so src is
-        // free either way.
-        self.tracked(&[&dv], || {
+        // free either way. It synchronised the stream: no second wait.
+        self.blocking(&[&dv], || {
             // SAFETY: src is borrowed for the whole call, which returns once the copy is done.
             unsafe { self.device.copy_h2d_sync(src.as_ptr().cast(), dv.range(), self.id) }
-        })?;
-        // `copy_h2d_sync` synchronised the stream: no second wait.
-        self.device.reap();
-        Ok(())
+        })
     }
 
     /// Copies device memory into pageable host memory. Blocks until the
@@ -331,15 +353,13 @@ impl<D: Device> Stream<D> {
             return Ok(());
         }
         let sv = src.view();
-        self.tracked(&[&sv], || {
+        // `copy_d2h_sync` synchronises the stream, reporting earlier work's
+        // errors: no second wait.
+        self.blocking(&[&sv], || {
             // SAFETY: dst is borrowed for the whole call, which returns once
             // the copy is done (or can never run), also with an error.
             unsafe { self.device.copy_d2h_sync(sv.range(), dst.as_mut_ptr().cast(), self.id) }
-        })?;
-        // `copy_d2h_sync` synchronised the stream, reporting earlier work's
-        // errors: a second wait would only cost a driver call or two.
-        self.device.reap();
-        Ok(())
+        })
     }
 
     /// Device memory for `len` elements for use on this stream (contents

@@ -73,6 +73,7 @@ macro_rules! backend_tests {
             #[case::tokio(completion::tokio_tasks_await_their_streams)]
             #[case::forgotten_gate_drops(semantics::drops_never_wait_for_a_forgotten_gate)]
             #[case::forgotten_gate_device_drop(semantics::device_drop_opens_forgotten_gates)]
+            #[case::blocking_copy_shared_stream(semantics::enqueue_is_not_held_by_a_blocking_copy)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

@@ -633,3 +633,60 @@ pub fn disjoint_halves_are_not_serialised(ctx: &Context) {
     assert!(got.iter().enumerate().all(|(i, &v)| v == (i / 300) as u32), "each chunk holds its index");
     assert!(x.slice_mut(..).unwrap().chunks_mut(0).is_err(), "chunks of 0 elements are an error");
 }
+
+/// Regression (hang): a synchronous copy held its stream's order lock
+/// across the device wait, so another thread's enqueue on that stream (a
+/// fill, which only enqueues) waited for the copy, and with it for a gate
+/// that thread was yet to open: neither returned until a watchdog opened
+/// the gate. Both directions of synchronous copy are tried.
+pub fn enqueue_is_not_held_by_a_blocking_copy(ctx: &Context) {
+    const N: usize = 256;
+    for upload in [true, false] {
+        let stream = ctx.stream().unwrap();
+        let mut d = stream.alloc_zeros::<u32>(N).unwrap();
+        let mut e = stream.alloc_zeros::<u32>(N).unwrap();
+        stream.fill(&mut d, 3u32).unwrap();
+        stream.synchronize().unwrap();
+        let gate = ctx.user_event().unwrap();
+        stream.wait(&gate).unwrap();
+        let opened = AtomicBool::new(false);
+        let open = &|| {
+            if !opened.swap(true, Ordering::SeqCst) {
+                gate.complete().expect("complete gate");
+            }
+        };
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let mut host = vec![0u32; N];
+        let took = std::thread::scope(|scope| {
+            let copier = scope.spawn(|| {
+                if upload { stream.copy_from_host(&[5u32; N], &mut d) } else { stream.copy_to_host(&d, &mut host) }
+            });
+            // The watchdog opens the gate if the fill is still stuck, so
+            // that a regression fails the test instead of hanging it.
+            scope.spawn(move || {
+                if done_rx.recv_timeout(Duration::from_secs(5)).is_err() {
+                    open();
+                }
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            let start = std::time::Instant::now();
+            stream.fill(&mut e, 1u32).unwrap();
+            let took = start.elapsed();
+            let _ = done_tx.send(());
+            open();
+            copier.join().unwrap().unwrap();
+            took
+        });
+        assert!(
+            took < Duration::from_secs(2),
+            "a fill waited {took:?} behind another thread's blocking copy ({})",
+            if upload { "copy_from_host" } else { "copy_to_host" }
+        );
+        let expect = if upload { 5 } else { 3 };
+        assert_eq!(stream.download(&d).unwrap(), vec![expect; N]);
+        assert_eq!(stream.download(&e).unwrap(), vec![1; N]);
+        if !upload {
+            assert_eq!(host, vec![3; N]);
+        }
+    }
+}
