@@ -1,8 +1,15 @@
-//! Report files that never destroy what a user had: each is written to a
-//! temporary file beside its destination and renamed into place only when
-//! complete, so a run that cannot start, fails or is interrupted leaves an
-//! existing file as it was. The path `-` means standard output (see
-//! [`STDOUT`]); it is written only when complete, too.
+//! Report files that never destroy what a user had.
+//!
+//! A regular file (or a new path) is written to a temporary file beside it
+//! and renamed into place only when complete, so a run that cannot start,
+//! fails or is interrupted leaves an existing file as it was. A symbolic
+//! link is followed: its target is replaced that way and the link stays.
+//! Anything else (a FIFO, a character device, `/dev/stdout` and the other
+//! names under `/dev` and `/proc`) is written in place, once, when the
+//! report is complete, so a reader of a FIFO receives the report and a
+//! write error (`/dev/full`) is reported with nothing replaced. The path
+//! `-` means standard output (see [`STDOUT`]); it is written only when
+//! complete, too.
 
 use std::fs::File;
 use std::io::Write;
@@ -12,9 +19,64 @@ use std::path::{Path, PathBuf};
 /// report prints its own table on standard error instead.
 pub const STDOUT: &str = "-";
 
+/// Symbolic links followed before giving up, as the kernel does (`ELOOP`).
+const MAX_LINKS: usize = 40;
+
 /// `true` when one of `paths` is [`STDOUT`].
 pub fn any_stdout<'a>(paths: impl IntoIterator<Item = &'a Path>) -> bool {
     paths.into_iter().any(|p| p == Path::new(STDOUT))
+}
+
+/// Where a report goes and how it gets there.
+#[derive(Debug)]
+enum Dest {
+    /// Standard output (`-`).
+    Stdout,
+    /// A regular file or a new path: `temp` is renamed over `target`.
+    Replace { target: PathBuf, temp: PathBuf, file: Option<File> },
+    /// Written in place when complete: a FIFO, a device, a name under
+    /// `/dev` or `/proc`.
+    InPlace { path: PathBuf },
+}
+
+/// What a destination path names once symbolic links are followed.
+#[derive(Debug)]
+enum Resolved {
+    /// A regular file or nothing yet, at this path (links followed).
+    File(PathBuf),
+    /// Written in place.
+    Special,
+}
+
+/// Follows `path`'s symbolic links, one hop at a time, to what it names.
+/// A hop into `/dev` or `/proc` (where `/dev/stdout` leads) is written in
+/// place; so is anything that exists and is neither a file nor a folder.
+fn resolve(flag: &str, path: &Path) -> Result<Resolved, String> {
+    let special = |p: &Path| p.starts_with("/dev") || p.starts_with("/proc");
+    let mut at = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        if special(&at) {
+            return Ok(Resolved::Special);
+        }
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&at)
+                    .map_err(|e| format!("{flag}: cannot read the link `{}`: {e}", at.display()))?;
+                at = match at.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(meta) if meta.is_dir() => {
+                return Err(format!("{flag}: `{}` is a folder; name a file", path.display()));
+            }
+            Ok(meta) if meta.is_file() => return Ok(Resolved::File(at)),
+            Ok(_) => return Ok(Resolved::Special),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Resolved::File(at)),
+            Err(e) => return Err(format!("{flag}: cannot look at `{}`: {e}", at.display())),
+        }
+    }
+    Err(format!("{flag}: `{}` goes through more than {MAX_LINKS} symbolic links", path.display()))
 }
 
 /// A report file being prepared. Dropping it without [`Output::commit`]
@@ -23,66 +85,134 @@ pub fn any_stdout<'a>(paths: impl IntoIterator<Item = &'a Path>) -> bool {
 pub struct Output {
     flag: &'static str,
     path: PathBuf,
-    temp: PathBuf,
-    /// `None` once written, and for standard output.
-    file: Option<File>,
-    stdout: bool,
+    dest: Dest,
 }
 
 impl Output {
-    /// Creates the temporary file for `path` (named after the command-line
-    /// `flag` in errors); fails when its folder cannot be written.
+    /// Prepares the report for `path` (named after the command-line `flag`
+    /// in errors): for a file, creates its temporary file, failing when
+    /// the folder cannot be written.
     pub fn create(flag: &'static str, path: &Path) -> Result<Self, String> {
-        if path == Path::new(STDOUT) {
-            return Ok(Self { flag, path: path.to_path_buf(), temp: PathBuf::new(), file: None, stdout: true });
-        }
-        let name = path.file_name().ok_or_else(|| format!("{flag}: `{}` names no file", path.display()))?;
-        let mut temp_name = std::ffi::OsString::from(".");
-        temp_name.push(name);
-        temp_name.push(format!(".{}.tmp", std::process::id()));
-        let temp = path.with_file_name(temp_name);
-        let file = File::create_new(&temp)
-            .map_err(|e| format!("{flag}: cannot write beside `{}` ({}): {e}", path.display(), temp.display()))?;
-        Ok(Self { flag, path: path.to_path_buf(), temp, file: Some(file), stdout: false })
+        let dest = if path == Path::new(STDOUT) {
+            Dest::Stdout
+        } else {
+            match resolve(flag, path)? {
+                Resolved::Special => Dest::InPlace { path: path.to_path_buf() },
+                Resolved::File(target) => {
+                    let name =
+                        target.file_name().ok_or_else(|| format!("{flag}: `{}` names no file", path.display()))?;
+                    let mut temp_name = std::ffi::OsString::from(".");
+                    temp_name.push(name);
+                    temp_name.push(format!(".{}.tmp", std::process::id()));
+                    let temp = target.with_file_name(temp_name);
+                    let file = File::create_new(&temp).map_err(|e| {
+                        format!("{flag}: cannot write beside `{}` ({}): {e}", target.display(), temp.display())
+                    })?;
+                    Dest::Replace { target, temp, file: Some(file) }
+                }
+            }
+        };
+        Ok(Self { flag, path: path.to_path_buf(), dest })
     }
 
-    /// Writes `bytes` and renames the file into place.
+    /// Writes `bytes`: renames a file into place, or writes in place.
     pub fn commit(mut self, bytes: &[u8]) -> Result<(), String> {
-        if self.stdout {
-            let mut out = std::io::stdout().lock();
-            return out
-                .write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| format!("{}: cannot write to standard output: {e}", self.flag));
-        }
         let fail = |e: std::io::Error| format!("{}: cannot write `{}`: {e}", self.flag, self.path.display());
-        let mut file = self.file.take().ok_or_else(|| fail(std::io::Error::other("already written")))?;
-        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(fail)?;
-        drop(file);
-        std::fs::rename(&self.temp, &self.path).map_err(fail)
+        match &mut self.dest {
+            Dest::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| format!("{}: cannot write to standard output: {e}", self.flag))
+            }
+            Dest::InPlace { path } => {
+                // Appending: a FIFO or a device ignores it, and a file that
+                // `/dev/stdout` leads to (a shell's `>` or `>>`) keeps what
+                // the shell put there.
+                let mut file = std::fs::OpenOptions::new().append(true).open(path).map_err(fail)?;
+                file.write_all(bytes).and_then(|()| file.flush()).map_err(fail)
+            }
+            Dest::Replace { target, temp, file } => {
+                let mut file = file.take().ok_or_else(|| fail(std::io::Error::other("already written")))?;
+                if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
+                    drop(file);
+                    let _ = std::fs::remove_file(&*temp);
+                    return Err(fail(e));
+                }
+                drop(file);
+                std::fs::rename(&*temp, &*target).map_err(|e| {
+                    let _ = std::fs::remove_file(&*temp);
+                    fail(e)
+                })
+            }
+        }
     }
 }
 
 impl Drop for Output {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
+        if let Dest::Replace { temp, file, .. } = &mut self.dest
+            && file.take().is_some()
+        {
+            let _ = std::fs::remove_file(&*temp);
         }
+    }
+}
+
+/// What two outputs must not share: the same file, however it is named
+/// (a link, `.` or `..` in the path, another hard link).
+#[derive(Debug, PartialEq, Eq)]
+enum Identity {
+    Stdout,
+    /// An existing file: its device and inode.
+    #[cfg(unix)]
+    Inode(u64, u64),
+    /// A path, canonical as far as it exists.
+    Path(PathBuf),
+}
+
+fn identity(path: &Path) -> Identity {
+    if path == Path::new(STDOUT) {
+        return Identity::Stdout;
+    }
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        return Identity::Inode(meta.dev(), meta.ino());
+    }
+    // A new file: its folder canonical (links in it followed), then its
+    // name; a dangling link stands for the file it would create.
+    let path = match resolve("", path) {
+        Ok(Resolved::File(target)) => target,
+        _ => path.to_path_buf(),
+    };
+    let absolute = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+    match (absolute.parent().and_then(|d| std::fs::canonicalize(d).ok()), absolute.file_name()) {
+        (Some(dir), Some(name)) => Identity::Path(dir.join(name)),
+        _ => Identity::Path(absolute),
     }
 }
 
 /// Refuses two outputs that name the same file (they would overwrite each
 /// other): the flags of the first pair found.
 pub fn check_distinct(outputs: &[(&'static str, &Path)]) -> Result<(), String> {
-    let key = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let keys: Vec<Identity> = outputs.iter().map(|(_, p)| identity(p)).collect();
     for (i, (flag_a, a)) in outputs.iter().enumerate() {
-        for (flag_b, b) in &outputs[i + 1..] {
-            if *a == Path::new(STDOUT) && *b == Path::new(STDOUT) {
-                return Err(format!("{flag_a} and {flag_b} both write to standard output (`-`); give one a file"));
+        for (j, (flag_b, b)) in outputs.iter().enumerate().skip(i + 1) {
+            if keys[i] != keys[j] {
+                continue;
             }
-            if key(a) == key(b) {
-                return Err(format!("{flag_a} and {flag_b} name the same file `{}`; give each its own", a.display()));
-            }
+            return Err(if keys[i] == Identity::Stdout {
+                format!("{flag_a} and {flag_b} both write to standard output (`-`); give one a file")
+            } else if a == b {
+                format!("{flag_a} and {flag_b} name the same file `{}`; give each its own", a.display())
+            } else {
+                format!(
+                    "{flag_a} and {flag_b} name the same file (`{}` and `{}`); give each its own",
+                    a.display(),
+                    b.display()
+                )
+            });
         }
     }
     Ok(())
@@ -110,7 +240,7 @@ mod tests {
     fn dash_is_standard_output_once() {
         let dash = Path::new(STDOUT);
         let out = Output::create("--json", dash).unwrap();
-        assert!(out.stdout && out.file.is_none(), "no file named `-` is created");
+        assert!(matches!(out.dest, Dest::Stdout), "no file named `-` is created");
         assert!(!Path::new("-").exists() || Path::new("-").is_dir());
         let err = check_distinct(&[("--json", dash), ("--markdown", dash)]).unwrap_err();
         assert!(err.contains("standard output"), "{err}");

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use rstest::rstest;
@@ -510,4 +510,144 @@ fn xtask_keeps_the_tools_help(#[case] exe: &str, #[case] name: &str) {
         kept,
         "regenerate with `cargo run --release -p conformance --bin {name} -- --help > xtask/help/{name}.txt`"
     );
+}
+
+/// Whether this process runs as root (who could replace `/dev/full`).
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Regression (data loss): a FIFO given as an output became a regular
+/// file holding the report, and its reader never got it.
+#[cfg(unix)]
+#[test]
+fn a_fifo_output_is_written_in_place_to_its_reader() {
+    let dir = scratch("fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("report.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        println!("skipped: mkfifo is not available");
+        return;
+    }
+    // A second name for the FIFO, through which the test can reach it
+    // should conform have replaced the first.
+    let keep = dir.join("keep");
+    std::fs::hard_link(&fifo, &keep).unwrap();
+    // The reader opens the FIFO after conform has started, and reads to its end.
+    let path = fifo.clone();
+    let reader = std::thread::spawn(move || std::fs::read_to_string(path).unwrap());
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", fifo.to_str().unwrap()]);
+    // Should conform not have written the FIFO, the reader still waits for
+    // a writer: this one ends its wait with nothing, so the test fails
+    // instead of hanging.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !reader.is_finished() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !reader.is_finished() {
+        drop(std::fs::OpenOptions::new().write(true).open(&keep));
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = reader.join().unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("the reader did not get the report ({e}): {text:?}"));
+    assert!(report["runs"].is_array(), "{report}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO stays a FIFO");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regression (data loss): a symbolic link given as an output was
+/// replaced by a regular file, and its target kept its old content.
+#[cfg(unix)]
+#[test]
+fn a_symlink_output_writes_its_target_and_stays_a_link() {
+    let dir = scratch("symlink");
+    std::fs::create_dir_all(dir.join("d")).unwrap();
+    let (real, link) = (dir.join("d/real.json"), dir.join("link.json"));
+    std::fs::write(&real, "old").unwrap();
+    std::os::unix::fs::symlink("d/real.json", &link).unwrap();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
+    assert!(report["runs"].is_array(), "the target holds the report");
+    assert_eq!(std::fs::read_dir(dir.join("d")).unwrap().count(), 1, "no temporary file is left beside the target");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regression: two outputs naming one file through a symbolic link were
+/// not refused (the check compared paths as written).
+#[cfg(unix)]
+#[test]
+fn outputs_aliased_by_a_symlink_exit_2() {
+    let dir = scratch("alias");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (same, alias) = (dir.join("same"), dir.join("alias"));
+    std::fs::write(&same, "keep").unwrap();
+    std::os::unix::fs::symlink(&same, &alias).unwrap();
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "scan",
+        "--json",
+        same.to_str().unwrap(),
+        "--html",
+        alias.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--json") && stderr(&out).contains("--html"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&same).unwrap(), "keep");
+    // A new file named two ways (through `..`) is refused as well.
+    let twice = [dir.join("new.json"), dir.join("sub/../new.json")];
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "scan",
+        "--json",
+        twice[0].to_str().unwrap(),
+        "--markdown",
+        twice[1].to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Regression (data loss): `--json /dev/full` exited 0 and, as root,
+/// replaced the device node with a file. A device is written in place, so
+/// its write error (ENOSPC) is exit 2. Reached through a link in a scratch
+/// folder, so that even a regression replaces only the link; `/dev/full`
+/// itself only when the test cannot replace it (unprivileged).
+#[cfg(unix)]
+#[test]
+fn a_device_output_is_written_in_place_and_its_error_exits_2() {
+    if !Path::new("/dev/full").exists() {
+        println!("skipped: this machine has no /dev/full");
+        return;
+    }
+    let dir = scratch("devfull");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("full.json");
+    std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+    let mut paths = vec![link.to_str().unwrap().to_string()];
+    if is_root() {
+        println!("skipped: `--json /dev/full` itself, since this test runs as root");
+    } else {
+        paths.push("/dev/full".to_string());
+    }
+    for path in &paths {
+        for flag in ["--json", "--markdown", "--trace", "--html"] {
+            let out = conform(&["--backend", "host", "--workload", "scan", flag, path]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {path}: {}", stderr(&out));
+            assert!(stderr(&out).contains(flag), "{}", stderr(&out));
+            assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
+        }
+    }
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
