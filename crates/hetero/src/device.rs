@@ -99,6 +99,10 @@ pub struct DeviceInfo {
     pub max_block_dims: [u32; 3],
     /// Largest number of blocks per grid dimension.
     pub max_grid_dims: [u32; 3],
+    /// Largest number of blocks in one grid, all dimensions together
+    /// (OpenCL: [`OPENCL_MAX_BLOCKS`]; `u64::MAX` where only the
+    /// dimensions are limited).
+    pub max_blocks: u64,
     /// Shared (local) memory available to one block, in bytes.
     pub shared_memory_per_block: usize,
     /// Streaming multiprocessors / compute units.
@@ -226,6 +230,13 @@ impl LaunchConfig {
             if g > max {
                 return fail(format!("grid dimension {axis} is {g} blocks but {} allows at most {max}", info.name));
             }
+        }
+        let blocks: u64 = self.grid.iter().map(|&g| u64::from(g)).product();
+        if blocks > info.max_blocks {
+            return fail(format!(
+                "grid {:?} has {blocks} blocks but {} runs at most {} blocks in one launch (all dimensions together)",
+                self.grid, info.name, info.max_blocks
+            ));
         }
         if self.shared_bytes > info.shared_memory_per_block {
             return fail(format!(
@@ -580,6 +591,13 @@ pub const PINNED_ALIGN: usize = 128;
 /// Grid limits of backends whose runtime states none (host, OpenCL): CUDA's
 /// limits, which every portable launch must respect anyway.
 pub const PORTABLE_GRID_LIMITS: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// Work-groups one OpenCL launch may have, all dimensions together. OpenCL
+/// states no such limit, but PoCL 3.1's pthread device crashes the process
+/// at 2^32 work-groups and beyond (SIGFPE in its scheduler, or the
+/// assertion `max_wgs > 0`), and other implementations count work-groups in
+/// 32 bits too.
+pub const OPENCL_MAX_BLOCKS: u64 = u32::MAX as u64;
 
 /// Checks that `[offset, offset + len)` lies within an allocation of `size`
 /// bytes. Every backend calls this before handing a range to its runtime.

@@ -53,8 +53,8 @@ pub mod testing;
 pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
 pub use device::{
     AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, UnknownBackend, check_copy_ranges, check_fill_range,
-    check_kernel_limits, check_range,
+    OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, UnknownBackend, check_copy_ranges,
+    check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 

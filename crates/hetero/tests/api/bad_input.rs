@@ -271,6 +271,34 @@ pub fn grid_beyond_limits(ctx: &Context) {
     stream.synchronize().unwrap();
 }
 
+/// Regression (crash): grids whose dimensions are each within the limits
+/// but whose work-groups number 2^32 or more ended the process on PoCL 3.1
+/// (SIGFPE, or the assertion `max_wgs > 0`). They are refused before
+/// anything is enqueued, naming the limit, wherever the device has one.
+pub fn grids_beyond_the_block_count_are_refused(ctx: &Context) {
+    let stream = ctx.stream().unwrap();
+    let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+    let mut x = ctx.alloc::<u32>(16).unwrap();
+    let xs = x.slice_mut(..).unwrap();
+    let info = ctx.info();
+    if info.backend == hetero::Backend::OpenCl {
+        assert!(info.max_blocks < 1 << 32, "OpenCL takes fewer than 2^32 work-groups: {}", info.max_blocks);
+    }
+    let grids = [[1_048_576u32, 4096, 1], [2_097_152, 2048, 1], [1_048_576, 4096, 2], [65535, 65535, 65535]];
+    let beyond = |g: &[u32; 3]| g.iter().map(|&d| u64::from(d)).product::<u64>() > info.max_blocks;
+    for grid in grids.into_iter().filter(beyond) {
+        let config = LaunchConfig { grid, block: [1, 1, 1], shared_bytes: 0 };
+        // SAFETY: refused before launch.
+        let err = unsafe { stream.launch(&kernel, config, &[(&xs).into(), 16u32.into(), 1u32.into(), 0u32.into()]) }
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidLaunch, "{grid:?}: {err}");
+        assert!(err.message.contains(&info.max_blocks.to_string()), "the limit is named: {err}");
+    }
+    // The stream is usable after the refusals.
+    stream.fill(&mut x, 2u32).unwrap();
+    assert_eq!(stream.download(&x).unwrap(), vec![2; 16]);
+}
+
 /// Pinned buffers of an over-aligned type are aligned or refused with a
 /// typed error (U3: PoCL maps at 128 bytes, and `host_slice` formed a
 /// misaligned slice of a `#[repr(align(256))]` type).

@@ -55,6 +55,7 @@ macro_rules! backend_tests {
             #[case::argument_types(bad_input::argument_types_checked)]
             #[case::range_messages(bad_input::range_messages_read_as_written)]
             #[case::grid_beyond_limits(bad_input::grid_beyond_limits)]
+            #[case::grid_beyond_block_count(bad_input::grids_beyond_the_block_count_are_refused)]
             #[case::over_aligned_pinned(bad_input::over_aligned_pinned_types)]
             #[case::disjoint_halves(semantics::disjoint_halves_are_not_serialised)]
             #[case::own_kernels(user_kernels::own_kernels_run_everywhere)]

@@ -79,6 +79,8 @@ impl<R: Runtime> GpuDevice<R> {
                 attr(Attribute::MaxGridDim(1))?,
                 attr(Attribute::MaxGridDim(2))?,
             ],
+            // CUDA and HIP limit each dimension only.
+            max_blocks: u64::MAX,
             shared_memory_per_block: attr(Attribute::SharedMemoryPerBlock)? as usize,
             compute_units: attr(Attribute::MultiprocessorCount)?,
             warp_size: attr(Attribute::WarpSize)?,

@@ -59,6 +59,7 @@ impl HostDevice {
                 max_threads_per_block: 1024,
                 max_block_dims: [1024, 1024, 64],
                 max_grid_dims: PORTABLE_GRID_LIMITS,
+                max_blocks: u64::MAX,
                 shared_memory_per_block: 64 * 1024,
                 compute_units: cpus,
                 warp_size: 1,

@@ -25,8 +25,8 @@ use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
-    ModuleId, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits,
-    check_range,
+    ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range,
+    check_kernel_limits, check_range,
 };
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
@@ -82,6 +82,7 @@ impl OpenClDevice {
             max_block_dims: [dim(0), dim(1), dim(2)],
             // OpenCL states no grid limit of its own.
             max_grid_dims: PORTABLE_GRID_LIMITS,
+            max_blocks: OPENCL_MAX_BLOCKS,
             shared_memory_per_block: usize::try_from(device.local_mem_size().map_err(q("clGetDeviceInfo"))?)
                 .unwrap_or(usize::MAX),
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
