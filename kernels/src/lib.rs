@@ -164,10 +164,12 @@ fn is_ident(c: char) -> bool {
 
 /// Replaces `/* */` and `//` comments by spaces.
 /// Size and alignment in bytes of the plain structs `source` defines
-/// (`struct Name { ... };` or `typedef struct [Tag] { ... } Name;`) whose
-/// fields are all C scalar types of the dialect, or arrays of them, laid
-/// out by C's rules: what a kernel receives for a struct passed by value.
-/// Structs with other fields are left out.
+/// (`struct Name { ... };` or `typedef struct [Tag] { ... } Name;`, under
+/// its tag and its name) whose fields are C scalar types of the dialect,
+/// structs defined before it, or arrays of either, laid out by C's rules:
+/// what a kernel receives for a struct passed by value. Structs with other
+/// fields (pointers, unions, vector types, structs defined inside) are left
+/// out, and a launch refuses to pass them.
 pub fn struct_layouts(source: &str) -> Vec<(String, usize, usize)> {
     let code = strip_comments(source);
     let mut out = Vec::new();
@@ -183,23 +185,25 @@ pub fn struct_layouts(source: &str) -> Vec<(String, usize, usize)> {
         if close < open {
             continue;
         }
-        let name = if before.trim_end().ends_with("typedef") {
-            after[close + 1..].split(';').next().unwrap_or("").trim()
+        let tag = after[..open].trim();
+        let names = if before.trim_end().ends_with("typedef") {
+            [tag, after[close + 1..].split(';').next().unwrap_or("").trim()]
         } else {
-            after[..open].trim()
+            [tag, ""]
         };
-        if name.is_empty() || !name.chars().all(is_ident) {
-            continue;
-        }
-        if let Some((size, align)) = layout(&after[open + 1..close]) {
-            out.push((name.to_string(), size, align));
+        let Some((size, align)) = layout(&after[open + 1..close], &out) else { continue };
+        for name in names {
+            if !name.is_empty() && name.chars().all(is_ident) {
+                out.push((name.to_string(), size, align));
+            }
         }
     }
     out
 }
 
-/// C layout of the fields in `body` (`float a; uint n[4]; ...`).
-fn layout(body: &str) -> Option<(usize, usize)> {
+/// C layout of the fields in `body` (`float a; uint n[4]; P inner;
+/// struct P pair[2]; ...`), with `known` the structs defined before it.
+fn layout(body: &str, known: &[(String, usize, usize)]) -> Option<(usize, usize)> {
     let (mut size, mut align) = (0usize, 1usize);
     for field in body.split(';').map(str::trim).filter(|f| !f.is_empty()) {
         let words: Vec<&str> = field.split_whitespace().collect();
@@ -207,23 +211,30 @@ fn layout(body: &str) -> Option<(usize, usize)> {
             ["unsigned", "int" | "long" | "short" | "char", ..] | ["long", "long", ..] | ["signed", ..] => {
                 (words[..2].join(" "), words[2..].join(" "))
             }
+            ["struct", ty, ..] => (ty.to_string(), words[2..].join(" ")),
             [ty, ..] => (ty.to_string(), words[1..].join(" ")),
             [] => return None,
         };
-        let width = match ty.as_str() {
-            "char" | "uchar" | "unsigned char" | "signed char" => 1,
-            "short" | "ushort" | "unsigned short" => 2,
-            "int" | "uint" | "unsigned int" | "float" | "signed int" => 4,
-            "long" | "ulong" | "unsigned long" | "long long" | "double" => 8,
-            _ => return None,
+        let (width, field_align) = match ty.as_str() {
+            "char" | "uchar" | "unsigned char" | "signed char" => (1, 1),
+            "short" | "ushort" | "unsigned short" => (2, 2),
+            "int" | "uint" | "unsigned int" | "float" | "signed int" => (4, 4),
+            "long" | "ulong" | "unsigned long" | "long long" | "double" => (8, 8),
+            other => known.iter().rev().find(|(n, ..)| n == other).map(|&(_, s, a)| (s, a))?,
         };
+        if names.is_empty() {
+            return None;
+        }
         for name in names.split(',').map(str::trim) {
-            let count = match name.split_once('[') {
-                Some((_, n)) => n.trim_end_matches(']').trim().parse::<usize>().ok()?,
-                None => 1,
+            let (ident, count) = match name.split_once('[') {
+                Some((ident, n)) => (ident.trim(), n.strip_suffix(']')?.trim().parse::<usize>().ok()?),
+                None => (name, 1),
             };
-            size = size.next_multiple_of(width) + width * count;
-            align = align.max(width);
+            if ident.is_empty() || !ident.chars().all(is_ident) {
+                return None;
+            }
+            size = size.next_multiple_of(field_align) + width * count;
+            align = align.max(field_align);
         }
     }
     (size > 0).then(|| (size.next_multiple_of(align), align))
@@ -275,9 +286,26 @@ mod tests {
     fn struct_layouts_follow_c_rules() {
         let source = "typedef struct { float a; double b; uint n[3]; } Params;\n\
                       struct Pair { uchar tag; /* padding */ ushort v; };\n\
-                      typedef struct Tagged { Params inner; } Nested;";
+                      typedef struct Tagged { Params inner; uchar k; } Nested;\n\
+                      typedef struct { struct Pair p[3]; Nested n; } Outer;\n\
+                      typedef struct { GLOBAL float* x; } WithPointer;\n\
+                      typedef struct { float2 v; } WithVector;\n\
+                      typedef struct { WithVector w; } Unknown;";
         let layouts = struct_layouts(source);
-        assert_eq!(layouts, vec![("Params".to_string(), 32, 8), ("Pair".to_string(), 4, 2)]);
+        let expect = [("Params", 32, 8), ("Pair", 4, 2), ("Tagged", 40, 8), ("Nested", 40, 8), ("Outer", 56, 8)];
+        let expect: Vec<_> = expect.into_iter().map(|(n, s, a)| (n.to_string(), s, a)).collect();
+        assert_eq!(layouts, expect);
+    }
+
+    /// Regression (wrong result): a struct with a field of struct type had
+    /// no layout, and the launch then passed any value unchecked.
+    #[test]
+    fn nested_struct_layouts_are_computed() {
+        let source = "typedef struct { float scale; uint offset; ulong big; } P;\n\
+                      typedef struct { P inner; uint k; } Nested;";
+        let layouts = struct_layouts(source);
+        assert!(layouts.contains(&("P".to_string(), 16, 8)), "{layouts:?}");
+        assert!(layouts.contains(&("Nested".to_string(), 24, 8)), "{layouts:?}");
     }
 
     #[test]

@@ -185,7 +185,14 @@ pub(crate) fn struct_mismatch(
             at(),
             param.ty
         )),
-        _ => None,
+        Some(_) => None,
+        // Never passed unchecked: the kernel would read past the value.
+        None => Some(format!(
+            "{} takes a `{}`, whose layout cannot be read from the source, so a struct passed for it cannot be checked; define `{}` in the source with fields of the dialect's scalar types, structs defined before it, or arrays of them",
+            at(),
+            param.ty,
+            param.ty
+        )),
     }
 }
 
@@ -259,5 +266,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Regression (wrong result): a struct parameter whose layout the
+    /// source does not give was passed any value unchecked.
+    #[test]
+    fn a_struct_of_unknown_layout_is_refused() {
+        let param = Param { name: "q".into(), ty: "Nested".into(), pointer: None };
+        let why = struct_mismatch("sk", 1, &param, ("u32", 4, 4), None).expect("refused");
+        assert!(why.contains("`Nested`") && why.contains("cannot be checked"), "{why}");
+        assert!(struct_mismatch("sk", 1, &param, ("N", 24, 8), Some((24, 8))).is_none());
     }
 }

@@ -60,6 +60,7 @@ macro_rules! backend_tests {
             #[case::disjoint_halves(semantics::disjoint_halves_are_not_serialised)]
             #[case::own_kernels(user_kernels::own_kernels_run_everywhere)]
             #[case::struct_arguments(user_kernels::struct_arguments_checked)]
+            #[case::nested_struct_arguments(user_kernels::nested_struct_arguments_checked)]
             #[case::host_registrations(user_kernels::host_registrations_checked)]
             #[case::host_implementation_faults(user_kernels::host_implementation_faults_are_sticky)]
             #[case::cache_reuse(allocator::cached_blocks_are_reused_and_counted)]

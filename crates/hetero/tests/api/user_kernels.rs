@@ -294,3 +294,62 @@ pub fn host_implementation_faults_are_sticky(ctx: &Context) {
         assert_eq!(stream.synchronize().unwrap_err().kind, ErrorKind::KernelFault, "the fault is sticky");
     }
 }
+
+const NESTED_SOURCE: &str = r#"
+typedef struct { float scale; uint offset; ulong big; } P;
+typedef struct { P inner; uint k; } Nested;
+
+KERNEL void sk(GLOBAL uint* x, Nested q, P p) {
+    if (BLOCK_X == 0 && THREAD_X == 0) {
+        x[0] = q.inner.offset + q.k + (uint)(q.inner.big >> 32);
+        x[1] = (uint)(q.inner.scale * 4.0f) + p.offset;
+    }
+}
+"#;
+
+/// `Nested` of [`NESTED_SOURCE`]: a `P` (16 bytes) and a `uint`, padded to 24.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Nested {
+    inner: Params,
+    k: u32,
+    _pad: u32,
+}
+// SAFETY: repr(C), every field plain data, the padding an explicit field.
+unsafe impl hetero::Zeroable for Nested {}
+// SAFETY: as above.
+unsafe impl hetero::Pod for Nested {}
+
+fn sk(block: &Block, args: &Args) -> Fault {
+    let (x, q, p) = (args.slice_mut::<u32>(0)?, args.scalar::<Nested>(1)?, args.scalar::<Params>(2)?);
+    if block.idx()[0] == 0 {
+        x.set(0, q.inner.offset + q.k + (q.inner.big >> 32) as u32)?;
+        x.set(1, (q.inner.scale * 4.0) as u32 + p.offset)?;
+    }
+    Ok(())
+}
+
+/// Regression (wrong result): a struct argument for a parameter whose
+/// struct nests a struct was passed unchecked, and with a 4- or 16-byte
+/// value for the 24-byte `Nested` the kernel read past it (valgrind on
+/// PoCL: an invalid read). Now such values are refused and the right one runs.
+pub fn nested_struct_arguments_checked(ctx: &Context) {
+    let kernels = [HostKernel::new("sk", sk).slice_mut::<u32>().scalar::<Nested>().scalar::<Params>()];
+    let kernel = ctx.build_module_with(NESTED_SOURCE, &kernels).unwrap().kernel("sk").unwrap();
+    let stream = ctx.stream().unwrap();
+    let mut x = stream.alloc_zeros::<u32>(2).unwrap();
+    let p = Params { scale: 2.0, offset: 3, big: 5 << 32 };
+    let config = LaunchConfig::linear(1, 1, 0);
+    let wrong: [hetero::Arg<'_>; 2] = [hetero::Arg::value(&7u32), hetero::Arg::value(&p)];
+    for q in wrong {
+        // SAFETY: refused before anything is enqueued (the assertion).
+        let err = unsafe { stream.launch(&kernel, config, &[(&mut x).into(), q, hetero::Arg::value(&p)]) }.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidLaunch, "{err}");
+        assert!(err.message.contains("`Nested` of 24 bytes aligned to 8"), "{err}");
+    }
+    let q = Nested { inner: Params { scale: 1.5, offset: 10, big: 2 << 32 }, k: 100, _pad: 0 };
+    // SAFETY: sk writes x[0] and x[1] of a 2-element buffer; the values match the source's structs.
+    unsafe { stream.launch(&kernel, config, &[(&mut x).into(), hetero::Arg::value(&q), hetero::Arg::value(&p)]) }
+        .unwrap();
+    assert_eq!(stream.download(&x).unwrap(), [112, 9]);
+}
