@@ -43,7 +43,7 @@ use smallvec::SmallVec;
 
 use super::shared::{Mark, Pending, Recycler};
 use crate::device::{Device, StreamId};
-use crate::error::Result;
+use crate::error::{ErrorKind, Result};
 
 /// Whether an operation reads or writes the tracked memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,15 +229,26 @@ impl<'a> Held<'a> {
     }
 
     /// Makes `stream` wait for conflicting earlier uses on other streams.
+    ///
+    /// A write waits for a read only while the read may still run: a read
+    /// that is over, also by its stream's fault, changed nothing, and
+    /// waiting on a faulted stream's mark would fail this stream too.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
         for (guard, range, access) in guard_indices(&self.uses) {
             let state = &self.guards[guard];
-            let reads = state.reads.iter().filter(|_| access == Access::Write);
-            for used in state.writes.iter().chain(reads) {
+            for used in &state.writes {
                 if used.stream != stream && overlaps(&used.range, range) {
                     // SAFETY: a live event of this device (type
                     // invariant); the stream belongs to the caller.
                     unsafe { device.stream_wait_event(stream, used.mark.id())? };
+                }
+            }
+            if access == Access::Write {
+                for used in &state.reads {
+                    if used.stream != stream && overlaps(&used.range, range) && !read_is_over(device, used)? {
+                        // SAFETY: as above.
+                        unsafe { device.stream_wait_event(stream, used.mark.id())? };
+                    }
                 }
             }
         }
@@ -291,27 +302,54 @@ impl<'a> Held<'a> {
     }
 }
 
+/// Whether a read's mark has completed, or failed with its stream's
+/// sticky fault: either way the read will never run again. (A backend
+/// reports a fault on a mark only once its stream has passed it, and the
+/// device guarantees that work behind a fault can never run.)
+fn read_is_over<D: Device>(device: &D, used: &Use) -> Result<bool> {
+    // SAFETY: a live event of this device (type invariant).
+    match unsafe { device.query_event(used.mark.id()) } {
+        Ok(done) => Ok(done),
+        Err(e) if e.kind == ErrorKind::KernelFault => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 impl Tracker {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Blocks the host until every pending use has completed.
+    /// Blocks the host until every pending use has completed. A write
+    /// that failed reports its error (the bytes are not what was asked
+    /// for); a read that failed is over and changed nothing.
     pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
-        for used in state.all() {
+        for used in &state.writes {
             // SAFETY: a live event of this device (type invariant).
             unsafe { device.synchronize_event(used.mark.id())? };
+        }
+        for used in &state.reads {
+            // SAFETY: as above.
+            match unsafe { device.synchronize_event(used.mark.id()) } {
+                Err(e) if e.kind != ErrorKind::KernelFault => return Err(e),
+                _ => {}
+            }
         }
         Ok(())
     }
 
-    /// `true` when no pending use remains.
+    /// `true` when no pending use remains (a read that failed is over).
     pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
-        for used in state.all() {
+        for used in &state.writes {
             // SAFETY: a live event of this device (type invariant).
             if !unsafe { device.query_event(used.mark.id())? } {
+                return Ok(false);
+            }
+        }
+        for used in &state.reads {
+            if !read_is_over(device, used)? {
                 return Ok(false);
             }
         }

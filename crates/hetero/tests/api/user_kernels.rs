@@ -353,3 +353,42 @@ pub fn nested_struct_arguments_checked(ctx: &Context) {
         .unwrap();
     assert_eq!(stream.download(&x).unwrap(), [112, 9]);
 }
+
+/// Regression: a pinned buffer that a faulted stream only read (a copy to
+/// the device before the fault, one skipped after it) refused every later
+/// host access with the stream's `KernelFault`, and any stream writing it
+/// failed too, though its bytes were never written. A buffer the faulted
+/// stream wrote still reports the fault. Host only: it faults on demand.
+pub fn a_faulted_streams_reads_do_not_poison_a_buffer(ctx: &Context) {
+    if ctx.info().backend != Backend::Host {
+        return;
+    }
+    let kernels = [
+        HostKernel::new("saxpy", reads_past_the_end).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
+        registrations().remove(1),
+    ];
+    let kernel = ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap();
+    let (a, b) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let mut p = ctx.alloc_pinned::<f32>(64).unwrap();
+    p.host_slice_mut().unwrap().fill(2.0);
+    let x = a.upload(&[1.0f32; 64]).unwrap();
+    let (mut y, mut z) = (a.alloc_zeros::<f32>(64).unwrap(), a.alloc_zeros::<f32>(64).unwrap());
+    a.copy(&p, &mut y).unwrap();
+    // SAFETY: the host implementation is bounds-checked; the fault is the point.
+    unsafe {
+        a.launch(&kernel, LaunchConfig::linear(1, 64, 0), &[1.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()])
+    }
+    .unwrap();
+    a.copy(&p, &mut z).unwrap();
+    assert_eq!(a.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
+    assert_eq!(p.host_slice().unwrap(), [2.0; 64]);
+    std::thread::scope(|s| s.spawn(|| assert_eq!(p.host_slice().unwrap(), [2.0; 64])).join().unwrap());
+    // Another stream writes p: it waits for no failed read.
+    let d = b.upload(&[3.0f32; 64]).unwrap();
+    b.copy(&d, &mut p).unwrap();
+    b.synchronize().unwrap();
+    assert_eq!(p.host_slice_mut().unwrap(), [3.0; 64]);
+    // z was written by the faulted stream (a skipped copy): that surfaces.
+    let err = b.download(&z).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
+}
