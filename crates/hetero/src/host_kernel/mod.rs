@@ -122,6 +122,7 @@ pub(crate) struct Declared {
     /// Its Rust name, for messages.
     pub(crate) rust: &'static str,
     pub(crate) size: usize,
+    pub(crate) align: usize,
 }
 
 /// How a parameter is passed.
@@ -139,6 +140,7 @@ impl Declared {
             c_type: signature::c_name::<T>(),
             rust: std::any::type_name::<T>(),
             size: std::mem::size_of::<T>(),
+            align: std::mem::align_of::<T>(),
         }
     }
 
@@ -206,8 +208,11 @@ impl HostKernel {
         self
     }
 
-    /// Why this registration does not fit the source's `params`, if it does not.
-    pub(crate) fn mismatch(&self, params: &[Param]) -> Option<String> {
+    /// Why this registration does not fit the source's `params`, if it
+    /// does not; `structs` are the layouts of the structs the source
+    /// defines (`hetero_kernels::struct_layouts`), against which a struct
+    /// parameter's registered type is checked.
+    pub(crate) fn mismatch(&self, params: &[Param], structs: &[(String, usize, usize)]) -> Option<String> {
         let at = |i: usize, p: &Param| format!("kernel `{}` parameter {} (`{}`)", self.name, i + 1, p.name);
         if params.len() != self.params.len() {
             return Some(format!(
@@ -233,6 +238,19 @@ impl HostKernel {
                     at(i, p),
                     p.describe(),
                     d.describe()
+                ));
+            }
+            let layout = structs.iter().find(|(n, ..)| *n == p.ty && p.pointer.is_none() && d.c_type.is_none());
+            if let Some((_, size, align)) = layout
+                && (d.size, d.align) != (*size, *align)
+            {
+                return Some(format!(
+                    "{}: the source's `{}` is {size} bytes aligned to {align}, but the host implementation declares {} of {} bytes aligned to {}",
+                    at(i, p),
+                    p.ty,
+                    d.describe(),
+                    d.size,
+                    d.align
                 ));
             }
         }

@@ -232,8 +232,25 @@ pub fn host_registrations_checked(ctx: &Context) {
     let impostor = "KERNEL void affine_u32(GLOBAL uint* x, uint n, uint a, uint b) {\n\
                     uint i = BLOCK_X * BLOCK_DIM_X + THREAD_X;\n    if (i < n) x[i] = a + x[i] * b;\n}";
     let renamed = ctx.build_module(impostor);
+    // Regression: a struct parameter registered with a type of another
+    // size built, and the launch then faulted and lost the stream.
+    let wrong_struct = [
+        registrations().remove(0),
+        HostKernel::new("wide", wide)
+            .slice_mut::<u64>()
+            .slice_mut::<i64>()
+            .slice_mut::<f32>()
+            .scalar::<u64>()
+            .scalar::<i64>()
+            .scalar::<[u8; 3]>()
+            .scalar::<u32>(),
+    ];
+    let built_wrong_struct = ctx.build_module_with(SOURCE, &wrong_struct);
     if !host {
-        assert!(built.is_ok() && built_read_only.is_ok() && renamed.is_ok(), "GPU backends ignore registrations");
+        assert!(
+            built.is_ok() && built_read_only.is_ok() && renamed.is_ok() && built_wrong_struct.is_ok(),
+            "GPU backends ignore registrations"
+        );
         return;
     }
     let err = built.unwrap_err();
@@ -245,6 +262,11 @@ pub fn host_registrations_checked(ctx: &Context) {
     assert!(err.message.contains("`GLOBAL float* y`") && err.message.contains("read-only slice of f32"), "{err}");
     let err = renamed.unwrap_err();
     assert!(err.message.contains("affine_u32") && err.message.contains("name of a built-in"), "{err}");
+    let err = built_wrong_struct.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Build);
+    for word in ["wide", "parameter 6 (`p`)", "`Params` is 16 bytes", "of 3 bytes"] {
+        assert!(err.message.contains(word), "`{word}` missing from: {err}");
+    }
     // The built-in's own source, with other kernels around it, still resolves.
     ctx.build_module_with(&format!("{}\n{SOURCE}", hetero::kernels::UTIL), &registrations()).unwrap();
 }

@@ -25,6 +25,7 @@ impl HostModule {
     pub(super) fn build(source: &str, registered: &[HostKernel]) -> Result<Self> {
         let names = hetero_kernels::kernel_names(source);
         let declared = hetero_kernels::kernel_params(source);
+        let structs = hetero_kernels::struct_layouts(source);
         let mut log = String::from("host backend: resolving kernel entry points to Rust implementations\n");
         if names.is_empty() {
             log.push_str("error: the source declares no kernel (expected `KERNEL void name(`)\n");
@@ -42,7 +43,7 @@ impl HostModule {
                     None => Err(format!(
                         "the source's parameter list of `{name}` cannot be read, so the host implementation cannot be checked against it"
                     )),
-                    Some(params) => match kernel.mismatch(&params) {
+                    Some(params) => match kernel.mismatch(&params, &structs) {
                         Some(why) => Err(why),
                         None => Ok((kernel.clone(), "registered implementation")),
                     },

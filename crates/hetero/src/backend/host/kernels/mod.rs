@@ -156,7 +156,7 @@ mod tests {
         for (file, kernel) in builtins() {
             let declared = hetero_kernels::kernel_params(file).into_iter().find(|(n, _)| n == kernel.name());
             let params = crate::signature::parse(&declared.expect("declared in its file").1).expect("readable");
-            assert_eq!(kernel.mismatch(&params), None);
+            assert_eq!(kernel.mismatch(&params, &hetero_kernels::struct_layouts(file)), None);
         }
     }
 
