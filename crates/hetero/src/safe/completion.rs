@@ -361,8 +361,9 @@ enum State {
     Idle(EventId),
     /// Registered with the waker thread.
     Waiting(u64, Arc<Slot>),
-    /// Resolved (or failed before it could wait).
-    Ready(Option<Result<()>>),
+    /// Resolved (or failed before it could wait): every later poll answers
+    /// the same, so a failure is never read as success on a second poll.
+    Ready(Result<()>),
 }
 
 impl<D: Device> std::fmt::Debug for Completion<'_, D> {
@@ -379,7 +380,7 @@ impl<D: Device> Completion<'_, D> {
 
     /// A future that resolves at once with `error`.
     pub(crate) fn failed(shared: &Arc<Shared<D>>, error: Error) -> Self {
-        Self { shared: Arc::clone(shared), state: State::Ready(Some(Err(error))), mark: None, _event: PhantomData }
+        Self { shared: Arc::clone(shared), state: State::Ready(Err(error)), mark: None, _event: PhantomData }
     }
 }
 
@@ -388,42 +389,43 @@ impl<D: Device> Future for Completion<'_, D> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        match &mut this.state {
+        let resolved = match &mut this.state {
             State::Idle(event) => {
                 let event = *event;
                 // SAFETY: the event is live: borrowed from its owner for the
                 // future's lifetime, or a mark the future owns.
                 match unsafe { this.shared.query_event(event) } {
                     // SAFETY: as above; the recording completed.
-                    Ok(true) => return Poll::Ready(unsafe { outcome(&**this.shared, event) }),
-                    Err(e) => return Poll::Ready(Err(e)),
-                    Ok(false) => {}
+                    Ok(true) => unsafe { outcome(&**this.shared, event) },
+                    Err(e) => Err(e),
+                    Ok(false) => {
+                        let slot = Arc::new(Slot { state: Mutex::new((None, Some(cx.waker().clone()))) });
+                        match Waiter::register(&this.shared, event, None, None, Then::Wake(Arc::clone(&slot))) {
+                            Ok(key) => {
+                                this.state = State::Waiting(key, slot);
+                                return Poll::Pending;
+                            }
+                            Err(e) => Err(e),
+                        }
+                    }
                 }
-                let slot = Arc::new(Slot { state: Mutex::new((None, Some(cx.waker().clone()))) });
-                match Waiter::register(&this.shared, event, None, None, Then::Wake(Arc::clone(&slot))) {
-                    Ok(key) => this.state = State::Waiting(key, slot),
-                    Err(e) => return Poll::Ready(Err(e)),
-                }
-                Poll::Pending
             }
             State::Waiting(_, slot) => {
                 let mut state = slot.lock();
                 match state.0.take() {
-                    Some(result) => {
-                        drop(state);
-                        this.state = State::Ready(None);
-                        Poll::Ready(result)
-                    }
+                    Some(result) => result,
                     None => {
                         if !state.1.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                             state.1 = Some(cx.waker().clone());
                         }
-                        Poll::Pending
+                        return Poll::Pending;
                     }
                 }
             }
-            State::Ready(result) => Poll::Ready(result.take().unwrap_or(Ok(()))),
-        }
+            State::Ready(result) => return Poll::Ready(result.clone()),
+        };
+        this.state = State::Ready(resolved.clone());
+        Poll::Ready(resolved)
     }
 }
 

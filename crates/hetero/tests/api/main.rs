@@ -64,6 +64,7 @@ macro_rules! backend_tests {
             #[case::host_registrations(user_kernels::host_registrations_checked)]
             #[case::host_implementation_faults(user_kernels::host_implementation_faults_are_sticky)]
             #[case::faulted_reads_do_not_poison(user_kernels::a_faulted_streams_reads_do_not_poison_a_buffer)]
+            #[case::failed_future_stays_failed(user_kernels::a_failed_future_stays_failed)]
             #[case::cache_reuse(allocator::cached_blocks_are_reused_and_counted)]
             #[case::cache_not_reused_elsewhere(allocator::blocks_in_use_elsewhere_are_not_reused)]
             #[case::cache_same_stream(allocator::same_stream_reuse_is_ordered)]

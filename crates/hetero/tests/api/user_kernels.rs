@@ -414,3 +414,51 @@ pub fn a_faulted_streams_reads_do_not_poison_a_buffer(ctx: &Context) {
     let err = b.download(&z).unwrap_err();
     assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
 }
+
+/// Regression: a completion future polled again after `Ready(Err)`
+/// answered `Ready(Ok(()))`, so code that re-polls read a failure as
+/// success. Every later poll answers the same error. Host only: it faults
+/// on demand.
+pub fn a_failed_future_stays_failed(ctx: &Context) {
+    use std::future::Future;
+    use std::task::{Context as TaskContext, Poll};
+    if ctx.info().backend != Backend::Host {
+        return;
+    }
+    let kernels = [
+        HostKernel::new("saxpy", reads_past_the_end).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
+        registrations().remove(1),
+    ];
+    let kernel = ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap();
+    let stream = ctx.stream().unwrap();
+    let x = stream.upload(&[1.0f32; 64]).unwrap();
+    let mut y = stream.alloc_zeros::<f32>(64).unwrap();
+    // SAFETY: the host implementation is bounds-checked; the fault is the point.
+    unsafe {
+        stream.launch(
+            &kernel,
+            LaunchConfig::linear(1, 64, 0),
+            &[1.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()],
+        )
+    }
+    .unwrap();
+    // One future resolved while waiting, one found complete at its first poll.
+    let waited = stream.synchronize_async();
+    let _ = stream.synchronize();
+    for mut future in [waited, stream.synchronize_async()] {
+        let mut cx = TaskContext::from_waker(futures::task::noop_waker_ref());
+        let first = loop {
+            match std::pin::Pin::new(&mut future).poll(&mut cx) {
+                Poll::Ready(result) => break result,
+                Poll::Pending => std::thread::sleep(std::time::Duration::from_millis(1)),
+            }
+        };
+        assert_eq!(first.unwrap_err().kind, ErrorKind::KernelFault);
+        for _ in 0..3 {
+            match std::pin::Pin::new(&mut future).poll(&mut cx) {
+                Poll::Ready(Err(e)) => assert_eq!(e.kind, ErrorKind::KernelFault, "{e}"),
+                other => panic!("a failed future answered {other:?} when polled again"),
+            }
+        }
+    }
+}
