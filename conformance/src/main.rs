@@ -147,6 +147,11 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let library =
         cli.baseline.as_deref().map(|p| conformance::library::load(p, cli.size)).transpose().map_err(CannotRun)?;
     let (contexts, unavailable) = select(cli)?;
+    // An allocator setting that is not understood would fail every
+    // allocation, each a failed check: the run cannot start instead.
+    for ctx in &contexts {
+        hetero::AllocatorOptions::from_env(ctx.info().backend).map_err(|e| CannotRun(e.to_string()))?;
+    }
     if let Some(grid) = wave {
         check_memory(&contexts, grid)?;
     }

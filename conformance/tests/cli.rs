@@ -651,3 +651,20 @@ fn a_device_output_is_written_in_place_and_its_error_exits_2() {
     assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Regression: an allocator setting that is not understood ran the suite
+/// and failed every check (exit 1) instead of refusing to run (exit 2);
+/// an empty one failed every allocation; a repeated key was accepted.
+#[rstest]
+#[case::garbage("garbage", Some(2), "garbage")]
+#[case::repeated("device=direct,device=caching", Some(2), "twice")]
+#[case::empty("", Some(0), "")]
+fn allocator_settings_are_checked_before_running(#[case] value: &str, #[case] code: Option<i32>, #[case] named: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_conform"))
+        .args(["--backend", "host", "--workload", "scan"])
+        .env("HETERO_ALLOCATOR", value)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), code, "{}", stderr(&out));
+    assert!(stderr(&out).contains(named) && !stderr(&out).contains("panicked"), "{}", stderr(&out));
+}

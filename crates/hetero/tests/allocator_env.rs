@@ -27,4 +27,24 @@ fn allocator_environment_is_read_and_checked() {
     assert_eq!(err.kind, ErrorKind::Config);
     assert!(err.message.contains("\"cachin\"") && err.message.contains("direct"), "{err}");
     assert_eq!(ctx.alloc_pinned::<u32>(10).unwrap_err().kind, ErrorKind::Config);
+
+    // Regression: an empty value made every allocation fail; it reads as
+    // unset (the host's default: device memory direct, pinned cached).
+    for empty in ["", "  "] {
+        // SAFETY: as above.
+        unsafe { std::env::set_var(ALLOCATOR_ENV, empty) };
+        let ctx = Context::new(HostDevice::new());
+        for _ in 0..2 {
+            drop(ctx.alloc::<u32>(10).unwrap());
+            drop(ctx.alloc_pinned::<u32>(10).unwrap());
+        }
+        let stats = ctx.allocator_stats();
+        assert_eq!((stats.device.hits, stats.pinned.hits), (0, 1), "{empty:?}: the default allocator");
+    }
+
+    // Regression: a repeated key was accepted silently.
+    // SAFETY: as above.
+    unsafe { std::env::set_var(ALLOCATOR_ENV, "device=direct,device=caching") };
+    let err = Context::new(HostDevice::new()).alloc::<u32>(10).unwrap_err();
+    assert!(err.kind == ErrorKind::Config && err.message.contains("twice"), "{err}");
 }

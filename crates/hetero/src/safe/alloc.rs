@@ -124,13 +124,16 @@ impl AllocatorOptions {
     /// error naming the value that is not understood.
     pub fn from_env(backend: Backend) -> Result<Self> {
         match std::env::var(ALLOCATOR_ENV) {
+            // An empty value (`HETERO_ALLOCATOR=`) is read as unset.
+            Ok(value) if value.trim().is_empty() => Ok(Self::for_backend(backend)),
             Ok(value) => Self::for_backend(backend).with_spec(backend, &value),
             Err(std::env::VarError::NotPresent) => Ok(Self::for_backend(backend)),
             Err(std::env::VarError::NotUnicode(v)) => Err(config_error(backend, &v.to_string_lossy())),
         }
     }
 
-    /// Applies a specification as [`ALLOCATOR_ENV`] takes it.
+    /// Applies a specification as [`ALLOCATOR_ENV`] takes it: `caching`,
+    /// `direct`, or `device=MODE,pinned=MODE` with each kind at most once.
     pub fn with_spec(mut self, backend: Backend, spec: &str) -> Result<Self> {
         let mode = |word: &str| match word.trim() {
             "caching" => Some(AllocatorMode::Caching),
@@ -142,13 +145,29 @@ impl AllocatorOptions {
             self.pinned = m;
             return Ok(self);
         }
+        let mut seen = Vec::new();
         for part in spec.split(',') {
             let parsed = part.split_once('=').and_then(|(kind, m)| Some((kind.trim(), mode(m)?)));
-            match parsed {
-                Some(("device", m)) => self.device = m,
-                Some(("pinned", m)) => self.pinned = m,
+            let kind = match parsed {
+                Some(("device", m)) => {
+                    self.device = m;
+                    "device"
+                }
+                Some(("pinned", m)) => {
+                    self.pinned = m;
+                    "pinned"
+                }
                 _ => return Err(config_error(backend, spec)),
+            };
+            if seen.contains(&kind) {
+                return Err(Error::new(
+                    backend,
+                    "allocator",
+                    ErrorKind::Config,
+                    format!("{ALLOCATOR_ENV}={spec:?} gives `{kind}` twice; give each memory kind once"),
+                ));
             }
+            seen.push(kind);
         }
         Ok(self)
     }
@@ -461,5 +480,8 @@ mod tests {
             let e = spec(bad).err().map(|e| e.message).unwrap_or_default();
             assert!(e.contains("HETERO_ALLOCATOR") && e.contains("caching"), "{bad:?}: {e}");
         }
+        // Regression: a repeated key was accepted, the last one silently winning.
+        let e = spec("device=direct,device=caching").err().map(|e| e.message).unwrap_or_default();
+        assert!(e.contains("`device` twice"), "{e}");
     }
 }
