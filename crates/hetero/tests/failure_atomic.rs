@@ -83,9 +83,11 @@ fn open_later(gate: Arc<hetero::UserEvent<Wrapped>>) -> (Arc<AtomicBool>, std::t
     (opened, handle)
 }
 
-/// U2: a pageable copy whose tracking fails must not return while the
-/// device can still read the caller's slice (it returned before its
-/// synchronise, and the caller freed memory a copy still read).
+/// U2: a pageable copy must not return while the device can still read
+/// the caller's slice (it returned before its synchronise when its
+/// tracking failed, and the caller freed memory a copy still read). It
+/// records no event now (it returns once the copy is done), so a failing
+/// record cannot cut it short either.
 #[test]
 fn pageable_copy_returns_only_after_the_device_is_done_with_the_slice() {
     let (ctx, fail_records) = flaky();
@@ -96,9 +98,8 @@ fn pageable_copy_returns_only_after_the_device_is_done_with_the_slice() {
     let (opened, opener) = open_later(Arc::clone(&gate));
     fail_records.store(true, Ordering::SeqCst);
     let source = vec![7u32; 1 << 16];
-    let err = stream.copy_from_host(&source, &mut device).unwrap_err();
+    stream.copy_from_host(&source, &mut device).unwrap();
     assert!(opened.load(Ordering::SeqCst), "returned while the copy was still queued behind the gate");
-    assert!(err.message.contains("injected"), "{err}");
     drop(source);
     fail_records.store(false, Ordering::SeqCst);
     opener.join().unwrap();
