@@ -512,6 +512,15 @@ fn xtask_keeps_the_tools_help(#[case] exe: &str, #[case] name: &str) {
     );
 }
 
+/// `conform` on the host's scan alone, writing each `(flag, path)` output.
+fn scan_writing(outputs: &[(&str, &Path)]) -> Output {
+    let mut args = vec!["--backend", "host", "--workload", "scan"];
+    for (flag, path) in outputs {
+        args.extend([*flag, path.to_str().unwrap()]);
+    }
+    conform(&args)
+}
+
 /// Whether this process runs as root (who could replace `/dev/full`).
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
@@ -537,7 +546,7 @@ fn a_fifo_output_is_written_in_place_to_its_reader() {
     // The reader opens the FIFO after conform has started, and reads to its end.
     let path = fifo.clone();
     let reader = std::thread::spawn(move || std::fs::read_to_string(path).unwrap());
-    let out = conform(&["--backend", "host", "--workload", "scan", "--json", fifo.to_str().unwrap()]);
+    let out = scan_writing(&[("--json", &fifo)]);
     // Should conform not have written the FIFO, the reader still waits for
     // a writer: this one ends its wait with nothing, so the test fails
     // instead of hanging.
@@ -568,7 +577,7 @@ fn a_symlink_output_writes_its_target_and_stays_a_link() {
     let (real, link) = (dir.join("d/real.json"), dir.join("link.json"));
     std::fs::write(&real, "old").unwrap();
     std::os::unix::fs::symlink("d/real.json", &link).unwrap();
-    let out = conform(&["--backend", "host", "--workload", "scan", "--json", link.to_str().unwrap()]);
+    let out = scan_writing(&[("--json", &link)]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays a link");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&real).unwrap()).unwrap();
@@ -587,32 +596,14 @@ fn outputs_aliased_by_a_symlink_exit_2() {
     let (same, alias) = (dir.join("same"), dir.join("alias"));
     std::fs::write(&same, "keep").unwrap();
     std::os::unix::fs::symlink(&same, &alias).unwrap();
-    let out = conform(&[
-        "--backend",
-        "host",
-        "--workload",
-        "scan",
-        "--json",
-        same.to_str().unwrap(),
-        "--html",
-        alias.to_str().unwrap(),
-    ]);
+    let out = scan_writing(&[("--json", &same), ("--html", &alias)]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--json") && stderr(&out).contains("--html"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&same).unwrap(), "keep");
     // A new file named two ways (through `..`) is refused as well.
     let twice = [dir.join("new.json"), dir.join("sub/../new.json")];
     std::fs::create_dir_all(dir.join("sub")).unwrap();
-    let out = conform(&[
-        "--backend",
-        "host",
-        "--workload",
-        "scan",
-        "--json",
-        twice[0].to_str().unwrap(),
-        "--markdown",
-        twice[1].to_str().unwrap(),
-    ]);
+    let out = scan_writing(&[("--json", &twice[0]), ("--markdown", &twice[1])]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -633,16 +624,16 @@ fn a_device_output_is_written_in_place_and_its_error_exits_2() {
     std::fs::create_dir_all(&dir).unwrap();
     let link = dir.join("full.json");
     std::os::unix::fs::symlink("/dev/full", &link).unwrap();
-    let mut paths = vec![link.to_str().unwrap().to_string()];
+    let mut paths = vec![link.clone()];
     if is_root() {
         println!("skipped: `--json /dev/full` itself, since this test runs as root");
     } else {
-        paths.push("/dev/full".to_string());
+        paths.push(PathBuf::from("/dev/full"));
     }
     for path in &paths {
         for flag in ["--json", "--markdown", "--trace", "--html"] {
-            let out = conform(&["--backend", "host", "--workload", "scan", flag, path]);
-            assert_eq!(out.status.code(), Some(2), "{flag} {path}: {}", stderr(&out));
+            let out = scan_writing(&[(flag, path)]);
+            assert_eq!(out.status.code(), Some(2), "{flag} {}: {}", path.display(), stderr(&out));
             assert!(stderr(&out).contains(flag), "{}", stderr(&out));
             assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link stays");
         }

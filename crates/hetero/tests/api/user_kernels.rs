@@ -283,6 +283,30 @@ fn reads_as_the_wrong_type(_block: &Block, args: &Args) -> Fault {
     args.scalar::<u32>(0).map(drop)
 }
 
+/// `saxpy` of [`SOURCE`] on the host, implemented by `function`.
+fn host_saxpy(ctx: &Context, function: hetero::host_kernel::KernelFn) -> hetero::Kernel {
+    let kernels = [
+        HostKernel::new("saxpy", function).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
+        registrations().remove(1),
+    ];
+    ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap()
+}
+
+/// Enqueues `y = x + y` over 64 elements with a `saxpy` kernel.
+fn launch_saxpy(
+    stream: &hetero::Stream,
+    kernel: &hetero::Kernel,
+    x: &hetero::DeviceBuffer<f32>,
+    y: &mut hetero::DeviceBuffer<f32>,
+) {
+    // SAFETY: saxpy's host implementations are bounds-checked (a fault is
+    // what the tests that use this want); x and y hold 64 elements.
+    unsafe {
+        stream.launch(kernel, LaunchConfig::linear(1, 64, 0), &[1.0f32.into(), x.into(), y.into(), 64u32.into()])
+    }
+    .unwrap();
+}
+
 /// A host implementation that breaks its contract (an access past the end,
 /// an argument read as another type) faults its stream with a sticky
 /// `KernelFault`; nothing undefined happens. GPU backends have no part.
@@ -293,23 +317,11 @@ pub fn host_implementation_faults_are_sticky(ctx: &Context) {
     for (what, function) in
         [("out-of-bounds", reads_past_the_end as hetero::host_kernel::KernelFn), ("read as", reads_as_the_wrong_type)]
     {
-        let kernels = [
-            HostKernel::new("saxpy", function).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
-            registrations().remove(1),
-        ];
-        let kernel = ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap();
+        let kernel = host_saxpy(ctx, function);
         let stream = ctx.stream().unwrap();
         let x = stream.upload(&[1.0f32; 64]).unwrap();
         let mut y = stream.alloc_zeros::<f32>(64).unwrap();
-        // SAFETY: the host implementation is bounds-checked; the fault is the point.
-        unsafe {
-            stream.launch(
-                &kernel,
-                LaunchConfig::linear(1, 64, 0),
-                &[1.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()],
-            )
-        }
-        .unwrap();
+        launch_saxpy(&stream, &kernel, &x, &mut y);
         let err = stream.synchronize().unwrap_err();
         assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
         assert!(err.message.contains("saxpy") && err.message.contains(what), "{err}");
@@ -385,22 +397,14 @@ pub fn a_faulted_streams_reads_do_not_poison_a_buffer(ctx: &Context) {
     if ctx.info().backend != Backend::Host {
         return;
     }
-    let kernels = [
-        HostKernel::new("saxpy", reads_past_the_end).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
-        registrations().remove(1),
-    ];
-    let kernel = ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap();
+    let kernel = host_saxpy(ctx, reads_past_the_end);
     let (a, b) = (ctx.stream().unwrap(), ctx.stream().unwrap());
     let mut p = ctx.alloc_pinned::<f32>(64).unwrap();
     p.host_slice_mut().unwrap().fill(2.0);
     let x = a.upload(&[1.0f32; 64]).unwrap();
     let (mut y, mut z) = (a.alloc_zeros::<f32>(64).unwrap(), a.alloc_zeros::<f32>(64).unwrap());
     a.copy(&p, &mut y).unwrap();
-    // SAFETY: the host implementation is bounds-checked; the fault is the point.
-    unsafe {
-        a.launch(&kernel, LaunchConfig::linear(1, 64, 0), &[1.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()])
-    }
-    .unwrap();
+    launch_saxpy(&a, &kernel, &x, &mut y);
     a.copy(&p, &mut z).unwrap();
     assert_eq!(a.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
     assert_eq!(p.host_slice().unwrap(), [2.0; 64]);
@@ -425,23 +429,11 @@ pub fn a_failed_future_stays_failed(ctx: &Context) {
     if ctx.info().backend != Backend::Host {
         return;
     }
-    let kernels = [
-        HostKernel::new("saxpy", reads_past_the_end).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
-        registrations().remove(1),
-    ];
-    let kernel = ctx.build_module_with(SOURCE, &kernels).unwrap().kernel("saxpy").unwrap();
+    let kernel = host_saxpy(ctx, reads_past_the_end);
     let stream = ctx.stream().unwrap();
     let x = stream.upload(&[1.0f32; 64]).unwrap();
     let mut y = stream.alloc_zeros::<f32>(64).unwrap();
-    // SAFETY: the host implementation is bounds-checked; the fault is the point.
-    unsafe {
-        stream.launch(
-            &kernel,
-            LaunchConfig::linear(1, 64, 0),
-            &[1.0f32.into(), (&x).into(), (&mut y).into(), 64u32.into()],
-        )
-    }
-    .unwrap();
+    launch_saxpy(&stream, &kernel, &x, &mut y);
     // One future resolved while waiting, one found complete at its first poll.
     let waited = stream.synchronize_async();
     let _ = stream.synchronize();
