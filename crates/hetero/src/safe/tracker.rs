@@ -302,17 +302,21 @@ impl<'a> Held<'a> {
     }
 }
 
-/// Whether a read's mark has completed, or failed with its stream's
-/// sticky fault: either way the read will never run again. (A backend
+/// The result of waiting for or querying a read's mark, with its stream's
+/// sticky fault read as `over`: the read will never run again. (A backend
 /// reports a fault on a mark only once its stream has passed it, and the
 /// device guarantees that work behind a fault can never run.)
+fn read_settled<T>(result: Result<T>, over: T) -> Result<T> {
+    match result {
+        Err(e) if e.kind == ErrorKind::KernelFault => Ok(over),
+        other => other,
+    }
+}
+
+/// Whether a read's mark has completed, or failed with its stream's fault.
 fn read_is_over<D: Device>(device: &D, used: &Use) -> Result<bool> {
     // SAFETY: a live event of this device (type invariant).
-    match unsafe { device.query_event(used.mark.id()) } {
-        Ok(done) => Ok(done),
-        Err(e) if e.kind == ErrorKind::KernelFault => Ok(true),
-        Err(e) => Err(e),
-    }
+    read_settled(unsafe { device.query_event(used.mark.id()) }, true)
 }
 
 impl Tracker {
@@ -331,10 +335,7 @@ impl Tracker {
         }
         for used in &state.reads {
             // SAFETY: as above.
-            match unsafe { device.synchronize_event(used.mark.id()) } {
-                Err(e) if e.kind != ErrorKind::KernelFault => return Err(e),
-                _ => {}
-            }
+            read_settled(unsafe { device.synchronize_event(used.mark.id()) }, ())?;
         }
         Ok(())
     }
