@@ -32,7 +32,8 @@ pub struct PullCost {
 /// Runs pull at `size` (checked against its reference like in `conform`).
 pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
     let tuning = Tuning { pull_streams: vec![1, 4], pull_threads: Vec::new(), ..Tuning::default() };
-    let env = Env { ctx, size, seed: 1, dump: None, tuning: &tuning };
+    let clock = conformance::clock::probe(ctx);
+    let env = Env { ctx, size, seed: 1, dump: None, tuning: &tuning, clock: &clock };
     let outcomes = pull::run(&env).map_err(|e| format!("pull: {e}"))?;
     outcomes
         .into_iter()
@@ -43,7 +44,7 @@ pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
             let batches = o.metrics.get("batches").copied().unwrap_or(0.0).max(1.0);
             let device_ms = o.device_ms.ok_or("pull reported no time")?;
             let instrumented = o.metrics.get("instrumented_ms").copied();
-            let host_wall_clock = o.metrics.contains_key("host_wall_clock");
+            let host_wall_clock = o.metrics.contains_key("host_wall_clock") || clock.unavailable().is_some();
             Ok(PullCost {
                 variant: o.variant,
                 batches,

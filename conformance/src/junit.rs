@@ -12,10 +12,15 @@ pub fn render(report: &Report) -> Result<String, String> {
     let mut junit = JunitReport::new("hetero-conformance");
     for run in &report.runs {
         let mut suite = TestSuite::new(format!("{} / {}", run.backend, run.device.name));
+        let timing = run.timing_note();
+        if let Some(note) = &timing {
+            suite.set_system_out(note.clone());
+        }
+        let clock = if timing.is_some() { "host wall-clock time" } else { "device time" };
         for r in &run.results {
             let name = format!("{}/{}/{}", r.workload.name(), r.variant, r.size.name());
             let numbers = format!(
-                "error {} vs tolerance {}; device time {} ms",
+                "error {} vs tolerance {}; {clock} {} ms",
                 r.error.map_or("-".to_string(), |e| format!("{e:e}")),
                 r.tolerance.map_or("-".to_string(), |t| format!("{t:e}")),
                 r.device_ms.map_or("-".to_string(), |t| format!("{t:.3}")),

@@ -4,10 +4,12 @@
 //! [`workloads::pull`] and [`workloads::wave`] — run on any device through
 //! the typed layer, from inputs drawn with a fixed seed, and are checked
 //! against simple sequential float64 references with tolerances derived in
-//! [`check`]. Device times come from events. The `conform` binary drives
+//! [`check`]. Device times come from events, or from the host's clock on
+//! a device whose timer cannot give them ([`clock`]). The `conform` binary drives
 //! them and prints a table; [`report`] is the JSON it writes.
 
 pub mod check;
+pub mod clock;
 pub mod document;
 pub mod dump;
 pub mod html;

@@ -182,6 +182,7 @@ mod tests {
                 warp_size: 32,
             },
             d2d_gbps: Some(16.0),
+            device_timing_unavailable: None,
             baseline: None,
             results: vec![result, scan],
         }

@@ -66,7 +66,12 @@ pub fn document(report: &Report) -> Vec<Block> {
             })
             .collect(),
     });
-    doc.push(Block::Text("Cells: result, error/tolerance against the float64 reference, device time.".into()));
+    let clock = if report.runs.iter().any(|r| r.device_timing_unavailable.is_some()) {
+        "device time (host wall-clock time where device timing is unavailable: see the notes)"
+    } else {
+        "device time"
+    };
+    doc.push(Block::Text(format!("Cells: result, error/tolerance against the float64 reference, {clock}.")));
     doc.extend(comparison_table(report, &rows, &headers));
     let mut overlap = Vec::new();
     for run in &report.runs {
@@ -114,11 +119,12 @@ pub fn document(report: &Report) -> Vec<Block> {
     let notes: Vec<String> = report
         .runs
         .iter()
-        .flat_map(|run| {
+        .filter_map(crate::report::Run::timing_note)
+        .chain(report.runs.iter().flat_map(|run| {
             run.results.iter().filter_map(move |r| {
                 r.note.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))
             })
-        })
+        }))
         .chain(report.unavailable.iter().map(|u| format!("skipped {}: {}", u.backend, u.reason)))
         .collect();
     if !notes.is_empty() {

@@ -37,6 +37,11 @@ pub struct Run {
     /// the baseline of the workloads' `gbps` figures (`null` if not measured).
     #[serde(default)]
     pub d2d_gbps: Option<f64>,
+    /// Why the device's own timer could not be used (`conform` then times
+    /// with the host's clock, marks each result with the metric
+    /// `host_wall_clock` and gives no overlap figures); absent when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_timing_unavailable: Option<String>,
     /// A vendor library's times on the same device and hetero's ratio to
     /// them (`conform --baseline`); absent without one or on another device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +178,19 @@ pub struct Unavailable {
     pub backend: String,
     /// The reason, including what was searched and how to get it.
     pub reason: String,
+}
+
+impl Run {
+    /// `device timing unavailable on <device>: <why>; ...` when the run was
+    /// timed with the host's clock: what every report format says about it.
+    pub fn timing_note(&self) -> Option<String> {
+        self.device_timing_unavailable.as_ref().map(|why| {
+            format!(
+                "device timing unavailable on {} ({}): {why}; its times are host wall-clock and its overlap is not measured",
+                self.device.name, self.backend
+            )
+        })
+    }
 }
 
 impl Report {

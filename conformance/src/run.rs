@@ -36,7 +36,8 @@ fn finite(x: f64) -> Option<f64> {
 
 /// Runs every selected workload on `ctx`; `on_result` sees each record as it is made.
 ///
-/// First it measures the device's own copy bandwidth (device to device,
+/// First it finds out whether the device's timer works ([`crate::clock`]);
+/// then it measures the device's own copy bandwidth (device to device,
 /// bytes read plus written), the baseline that every `gbps` figure is also
 /// given as a fraction of (`of_d2d`). The first device run with a
 /// `baseline` keeps its outputs there; results of later devices carry a
@@ -47,14 +48,16 @@ pub fn run_device(
     baseline: &mut Baseline,
     mut on_result: impl FnMut(&ResultRecord),
 ) -> Run {
+    let clock = crate::clock::probe(ctx);
     let env = Env {
         ctx,
         size: selection.size,
         seed: selection.seed,
         dump: selection.dump.as_ref(),
         tuning: &selection.tuning,
+        clock: &clock,
     };
-    let d2d_gbps = workloads::copy_bandwidth(ctx, selection.size).ok();
+    let d2d_gbps = workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0);
     let first = baseline.label.is_none();
     let mut results = Vec::new();
     for &workload in &selection.workloads {
@@ -65,7 +68,12 @@ pub fn run_device(
             Workload::Wave => workloads::wave::run(&env),
         };
         let records = match outcome {
-            Ok(outcomes) => {
+            Ok(mut outcomes) => {
+                if clock.unavailable().is_some() {
+                    for o in &mut outcomes {
+                        o.metrics.insert("host_wall_clock".into(), 1.0);
+                    }
+                }
                 outcomes.into_iter().map(|o| record(workload, selection.size, o, d2d_gbps, first, baseline)).collect()
             }
             Err(failure) => vec![ResultRecord::failure(workload, selection.size, failure.to_string())],
@@ -82,6 +90,7 @@ pub fn run_device(
         backend: ctx.info().backend.name().to_string(),
         device: DeviceReport::from(ctx.info()),
         d2d_gbps,
+        device_timing_unavailable: clock.unavailable().map(str::to_string),
         baseline: None,
         results,
     }

@@ -50,6 +50,11 @@ pub fn render(report: &Report) -> String {
         out += &line(row);
     }
     for run in &report.runs {
+        if let Some(note) = run.timing_note() {
+            out += &format!("timing: {note}\n");
+        }
+    }
+    for run in &report.runs {
         for r in &run.results {
             if let Some(note) = &r.note {
                 out += &format!("note: {} {} {}: {note}\n", run.backend, r.workload.name(), r.variant);
@@ -109,7 +114,8 @@ pub fn render(report: &Report) -> String {
     }
     for run in &report.runs {
         if let Some(base) = run.d2d_gbps {
-            out += &format!("bandwidth: {} device-to-device copy {base:.1} GB/s (read + write)", run.backend);
+            let clock = if run.device_timing_unavailable.is_some() { ", host clock" } else { "" };
+            out += &format!("bandwidth: {} device-to-device copy {base:.1} GB/s (read + write{clock})", run.backend);
             let figures: Vec<String> = run
                 .results
                 .iter()

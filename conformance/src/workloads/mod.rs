@@ -8,9 +8,11 @@ pub mod wave;
 
 use std::collections::BTreeMap;
 
-use hetero::{Context, Event, Stream};
+use hetero::Context;
 
 use crate::check::Verdict;
+use crate::clock::Clock;
+pub use crate::clock::timed;
 use crate::dump::Dump;
 
 /// Problem size class.
@@ -77,6 +79,8 @@ pub struct Env<'a> {
     pub dump: Option<&'a Dump>,
     /// Workload parameters beyond the size class.
     pub tuning: &'a Tuning,
+    /// Where times come from on this device.
+    pub clock: &'a Clock,
 }
 
 /// Workload parameters beyond the size class, to balance copies and compute.
@@ -268,21 +272,6 @@ impl Outcome {
     }
 }
 
-/// Device time of the work `body` enqueues on `stream`: events recorded
-/// before and after, elapsed time after the stream finished.
-pub fn timed<T>(
-    ctx: &Context,
-    stream: &Stream,
-    body: impl FnOnce() -> Result<T, Failure>,
-) -> Result<(T, f64), Failure> {
-    let (start, stop): (Event, Event) = (ctx.event()?, ctx.event()?);
-    stream.record(&start)?;
-    let value = body()?;
-    stream.record(&stop)?;
-    stop.synchronize()?;
-    Ok((value, start.elapsed_ms(&stop)?))
-}
-
 /// The median of a non-empty sample (NaN for an empty one).
 pub fn median(mut sample: Vec<f64>) -> f64 {
     if sample.is_empty() {
@@ -295,7 +284,7 @@ pub fn median(mut sample: Vec<f64>) -> f64 {
 
 /// Device-to-device copy bandwidth in GB/s, counting bytes read plus
 /// written: the median of five copies of a buffer sized for `size`.
-pub fn copy_bandwidth(ctx: &Context, size: Size) -> Result<f64, Failure> {
+pub fn copy_bandwidth(ctx: &Context, clock: &Clock, size: Size) -> Result<f64, Failure> {
     let floats = match size {
         Size::Small => 1 << 22,
         Size::Medium => 1 << 24,
@@ -308,7 +297,7 @@ pub fn copy_bandwidth(ctx: &Context, size: Size) -> Result<f64, Failure> {
     stream.copy(&src, &mut dst)?; // warm-up
     let mut times = Vec::new();
     for _ in 0..5 {
-        let ((), ms) = timed(ctx, &stream, || Ok(stream.copy(&src, &mut dst)?))?;
+        let ((), ms) = timed(clock, ctx, &stream, || Ok(stream.copy(&src, &mut dst)?))?;
         times.push(ms);
     }
     Ok(2.0 * floats as f64 * 4.0 / (median(times) * 1e6))

@@ -19,18 +19,28 @@
 //! wrap, which subtracts float32's 2 pi.
 
 use std::f64::consts::PI;
+use std::time::Instant;
 
-use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, PinnedBuffer, Stream};
+use hetero::{BlockRequest, Context, DeviceBuffer, Event, Kernel, LaunchConfig, PinnedBuffer, Stream};
 use rand::Rng;
 
 use super::scan::ScanPlan;
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{elementwise, gamma, tree_depth};
+use crate::clock::Clock;
 use crate::inputs;
 use crate::timeline::{Kind, Timeline, hidden_copy_fraction, total_ms};
 
-/// Threads per block of `pull_jets` (one block per jet).
+/// Threads per block of `pull_jets` (one block per jet) asked for; see
+/// [`block`].
 pub const THREADS: u32 = 64;
+
+/// Threads per block `pull_jets` runs with: [`THREADS`], or fewer where
+/// the kernel allows fewer (any size works; one float of shared memory per
+/// thread).
+pub fn block(kernel: &Kernel) -> u32 {
+    kernel.block_size(BlockRequest::new(THREADS).shared_per_thread(4))
+}
 /// Jets per event are uniform in `1..=MAX_JETS`.
 pub const MAX_JETS: usize = 48;
 /// Constituents per jet are uniform in `0..=MAX_CONSTITUENTS`.
@@ -137,7 +147,7 @@ pub fn batches(events: &[EventRange]) -> Vec<EventRange> {
 }
 
 /// Float64 pull vectors (eta, phi per jet) and their tolerances.
-pub fn reference(c: &Collisions) -> (Vec<f64>, Vec<f64>) {
+pub fn reference(c: &Collisions, threads: u32) -> (Vec<f64>, Vec<f64>) {
     let mut pull = Vec::with_capacity(2 * c.counts.len());
     let mut tolerance = Vec::with_capacity(2 * c.counts.len());
     let mut next = 0usize;
@@ -154,7 +164,7 @@ pub fn reference(c: &Collisions) -> (Vec<f64>, Vec<f64>) {
             my += w * (dp.abs() + 2.0 * PI);
         }
         next += count as usize;
-        let k = (count as usize).div_ceil(THREADS as usize) as f64 + tree_depth(THREADS) + 10.0;
+        let k = (count as usize).div_ceil(threads as usize) as f64 + tree_depth(threads) + 10.0;
         pull.extend([px, py]);
         tolerance.extend([gamma(k) * mx, gamma(k) * my]);
     }
@@ -289,7 +299,8 @@ fn launch_pull_jets(
     let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
     let offsets = offsets.slice(..e.jets)?;
     let out = pull.slice_mut(..2 * e.jets)?;
-    let config = LaunchConfig::linear(e.jets as u32, THREADS, THREADS as usize * 4);
+    let threads = block(kernel);
+    let config = LaunchConfig::linear(e.jets as u32, threads, threads as usize * 4);
     let args = [
         (&cp).into(),
         (&ce).into(),
@@ -313,11 +324,12 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut rng = inputs::rng(env.seed, "pull");
     let collisions = generate(&mut rng, events(env.size));
     let total_jets = collisions.counts.len();
-    let (expect, tolerance) = reference(&collisions);
+    let ctx = env.ctx;
+    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets")?;
+    let (expect, tolerance) = reference(&collisions, block(&kernel));
     dump_inputs(env, &collisions)?;
     env.dump(Workload::Pull, "pull_ref", &[total_jets as u64, 2], &expect)?;
 
-    let ctx = env.ctx;
     let staged = Staged {
         counts: ctx.pinned_from_slice(&collisions.counts)?,
         jet: [
@@ -331,7 +343,6 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             ctx.pinned_from_slice(&collisions.constituent[2])?,
         ],
     };
-    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets")?;
     let batches = batches(&collisions.events);
     let max_jets = batches.iter().map(|e| e.jets).max().unwrap_or(1);
     let max_constituents = batches.iter().map(|e| e.constituents).max().unwrap_or(0);
@@ -361,20 +372,23 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         let staging = if variant.pageable { Staging::Pageable(&collisions) } else { Staging::Pinned(&staged) };
         // Measured: lanes without timing and no per-operation events, so
         // the time is what the work costs on every backend.
-        let (ms, got, _) = pass(ctx, variant, &staging, &kernel, &batches, shape, false)?;
+        let (ms, got, _) = pass(env, variant, &staging, &kernel, &batches, shape, false)?;
         env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
         let mut verdict = elementwise(&got, &expect, |i| tolerance[i]);
         // Instrumented: the same batches with events around every operation,
         // for the copy/compute intervals and the overlap.
-        let (instrumented_ms, again, intervals) = pass(ctx, variant, &staging, &kernel, &batches, shape, true)?;
+        let (instrumented_ms, again, intervals) =
+            pass(env, variant, &staging, &kernel, &batches, shape, true)?;
         let again_verdict = elementwise(&again, &expect, |i| tolerance[i]);
         if verdict.passed() && !again_verdict.passed() {
             verdict = again_verdict;
         }
-        let mut outcome = Outcome::new(name, verdict, Some(ms))
-            .metric("instrumented_ms", instrumented_ms)
-            .metric("copy_ms", total_ms(&intervals, Kind::Copy))
-            .metric("compute_ms", total_ms(&intervals, Kind::Kernel));
+        let mut outcome = Outcome::new(name, verdict, Some(ms)).metric("instrumented_ms", instrumented_ms);
+        if !intervals.is_empty() {
+            outcome = outcome
+                .metric("copy_ms", total_ms(&intervals, Kind::Copy))
+                .metric("compute_ms", total_ms(&intervals, Kind::Kernel));
+        }
         if let Some(hidden) = hidden_copy_fraction(&intervals) {
             outcome = outcome.metric("hidden_copy_fraction", hidden);
         }
@@ -390,6 +404,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     }
     for &threads in &env.tuning.pull_framework {
         outcomes.push(framework(ctx, &staged, &kernel, &batches, shape, threads, &expect, &tolerance)?);
+    }
+    for outcome in &mut outcomes {
+        outcome.metrics.insert("block".into(), f64::from(block(&kernel)));
     }
     Ok(outcomes)
 }
@@ -520,10 +537,10 @@ struct Shape {
 /// the per-operation intervals (the lanes are then timed streams). A
 /// threaded variant enqueues each lane's batches from a host thread of its
 /// own, with a timeline of its own; their origins are recorded one after
-/// another on the clock stream before any lane work, so the intervals of
+/// another on the joining stream before any lane work, so the intervals of
 /// all threads share a time base to within those records.
 fn pass(
-    ctx: &Context,
+    env: &Env<'_>,
     variant: Variant,
     staging: &Staging<'_>,
     kernel: &Kernel,
@@ -532,21 +549,26 @@ fn pass(
     instrumented: bool,
 ) -> Result<(f64, Vec<f32>, Vec<crate::timeline::Interval>), Failure> {
     let Shape { max_jets, max_constituents, total_jets } = shape;
+    let (ctx, clock) = (env.ctx, env.clock);
+    // Intervals need the device's timer.
+    let instrumented = instrumented && clock.unavailable().is_none();
     let mut lanes: Vec<Lane> = (0..variant.lanes)
         .map(|_| {
             let stream = if instrumented { ctx.stream()? } else { ctx.untimed_stream()? };
             Lane::new(ctx, stream, max_jets, max_constituents, total_jets)
         })
         .collect::<Result<_, _>>()?;
-    let clock = ctx.stream()?;
+    let joined = ctx.stream()?;
     let start = ctx.event()?;
-    clock.record(&start)?;
+    // On the host's clock: from idle streams (nothing is enqueued yet).
+    let host_start = Instant::now();
+    joined.record(&start)?;
     for lane in &lanes {
         lane.stream.wait(&start)?;
     }
     let count = lanes.len();
     let timeline = |streams: &[&Stream]| {
-        if instrumented { Timeline::new(ctx, &clock, streams) } else { Timeline::off(ctx) }
+        if instrumented { Timeline::new(ctx, &joined, streams) } else { Timeline::off(ctx) }
     };
     let timelines: Vec<Timeline<'_>> = if variant.threaded {
         let tracks: Vec<String> = (0..count).map(|i| format!("thread {i}")).collect();
@@ -585,12 +607,15 @@ fn pass(
     let ends: Vec<Event> = (0..count).map(|_| ctx.event()).collect::<Result<_, _>>()?;
     for (lane, end) in lanes.iter().zip(&ends) {
         lane.stream.record(end)?;
-        clock.wait(end)?;
+        joined.wait(end)?;
     }
     let stop = ctx.event()?;
-    clock.record(&stop)?;
+    joined.record(&stop)?;
     stop.synchronize()?;
-    let ms = start.elapsed_ms(&stop)?;
+    let ms = match clock {
+        Clock::Device => start.elapsed_ms(&stop)?,
+        Clock::Host(_) => host_start.elapsed().as_secs_f64() * 1e3,
+    };
 
     let mut got = vec![0.0f32; 2 * total_jets];
     for (i, e) in batches.iter().enumerate() {

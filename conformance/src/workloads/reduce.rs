@@ -2,7 +2,9 @@
 //!
 //! Variants: two passes (per-block partial sums, then one block over the
 //! partials) with power-of-two and non-power-of-two blocks, and one pass
-//! with an atomic add per block. Each variant sums prefixes of lengths 0,
+//! with an atomic add per block. A variant's name gives the block size it
+//! asks for; the kernel's limits may allow fewer threads, and the metric
+//! `block` records the size it ran with. Each variant sums prefixes of lengths 0,
 //! 1, 1001 (odd) and the full size; the worst check decides.
 //!
 //! Tolerance: `gamma(k) * sum|x_i|` (see [`crate::check`]) where `k` counts
@@ -12,7 +14,7 @@
 //! second pass (loop plus tree) or the chain of atomic adds (one per block,
 //! in any order).
 
-use hetero::{DeviceBuffer, DeviceSlice, Kernel, LaunchConfig, Stream};
+use hetero::{BlockRequest, DeviceBuffer, DeviceSlice, Kernel, LaunchConfig, Stream};
 use rand::Rng;
 
 use super::{Env, Failure, Outcome, Workload, blocks_for, median, timed};
@@ -28,7 +30,7 @@ pub enum Strategy {
     Atomic,
 }
 
-/// Name, strategy and threads per block of each variant.
+/// Name, strategy and threads per block asked for, of each variant.
 pub const VARIANTS: [(&str, Strategy, u32); 3] = [
     ("two-pass-256", Strategy::TwoPass, 256),
     ("two-pass-192", Strategy::TwoPass, 192),
@@ -86,7 +88,8 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     env.dump(Workload::Reduce, "sum_ref", &[1], &[exact[n]])?;
 
     let mut outcomes = Vec::new();
-    for (name, strategy, threads) in VARIANTS {
+    for (name, strategy, wanted) in VARIANTS {
+        let threads = kernels.block(strategy, wanted);
         let mut verdict = Verdict { error: 0.0, tolerance: 0.0 };
         let mut full = 0.0f32;
         for &len in &lengths {
@@ -103,7 +106,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         let mut times = Vec::with_capacity(REPEATS);
         for _ in 0..REPEATS {
             let input = device.slice(..)?;
-            let ((), ms) = timed(ctx, &stream, || {
+            let ((), ms) = timed(env.clock, ctx, &stream, || {
                 Ok(enqueue(&stream, &kernels, strategy, threads, &input, &mut partials, &mut out)?)
             })?;
             times.push(ms);
@@ -112,10 +115,24 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcomes.push(
             Outcome::new(name, verdict, Some(ms))
                 .metric("gbps", n as f64 * 4.0 / (ms * 1e6))
+                .metric("block", f64::from(threads))
                 .with_output(super::Output::F32(vec![full])),
         );
     }
     Ok(outcomes)
+}
+
+impl Kernels {
+    /// Threads per block for `strategy`'s kernel: `wanted`, or fewer where
+    /// the kernel allows fewer (any size works; one float of shared memory
+    /// per thread).
+    fn block(&self, strategy: Strategy, wanted: u32) -> u32 {
+        let kernel = match strategy {
+            Strategy::TwoPass => &self.partial,
+            Strategy::Atomic => &self.atomic,
+        };
+        kernel.block_size(BlockRequest::new(wanted).shared_per_thread(4))
+    }
 }
 
 /// Enqueues the sum of `input` into `out[0]`.

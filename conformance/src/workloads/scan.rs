@@ -8,14 +8,15 @@
 //! forward-progress guarantee from any backend. The pull workload reuses
 //! it to turn per-jet constituent counts into offsets.
 
-use hetero::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, LaunchConfig, Stream};
+use hetero::{BlockRequest, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, LaunchConfig, Stream};
 use rand::Rng;
 
 use super::{Env, Failure, Outcome, Workload, median, timed};
 use crate::check::Verdict;
 use crate::inputs;
 
-/// Variant name and threads per block.
+/// Variant name and threads per block asked for (the kernels' limits may
+/// allow fewer: the metric `block` records the size used).
 pub const VARIANTS: [(&str, u32); 2] = [("block-256", 256), ("block-192", 192)];
 /// Elements each thread scans: a tile is `threads * ITEMS` elements.
 pub const ITEMS: u32 = 16;
@@ -38,10 +39,20 @@ fn tiles_for(n: usize, threads: u32) -> usize {
     n.div_ceil(threads as usize * ITEMS as usize)
 }
 
+/// Bytes of dynamic shared memory per thread `scan_tiles` needs at most:
+/// its tile (`ITEMS` words a thread, padded one word in 32) and the two
+/// halves of the thread totals' double buffer.
+const SHARED_PER_THREAD: usize = (ITEMS as usize + ITEMS as usize / 32 + 1 + 2) * 4;
+
 impl ScanPlan {
-    /// Builds the kernels and allocates every level for `capacity` elements.
-    pub fn new(ctx: &Context, threads: u32, capacity: usize) -> Result<Self, hetero::Error> {
+    /// Builds the kernels and allocates every level for `capacity`
+    /// elements, with blocks of `wanted` threads or as many as both
+    /// kernels can run (any size works, down to 1).
+    pub fn new(ctx: &Context, wanted: u32, capacity: usize) -> Result<Self, hetero::Error> {
         let module = ctx.build_module(hetero::kernels::SCAN)?;
+        let (sums, tiles) = (module.kernel("scan_tile_sums")?, module.kernel("scan_tiles")?);
+        let limits = sums.limits().and(tiles.limits());
+        let threads = BlockRequest::new(wanted).shared_per_thread(SHARED_PER_THREAD).pick(ctx.info(), &limits);
         let mut levels = Vec::new();
         let mut n = capacity;
         loop {
@@ -52,8 +63,12 @@ impl ScanPlan {
             }
             n = tiles;
         }
-        let (sums, tiles) = (module.kernel("scan_tile_sums")?, module.kernel("scan_tiles")?);
         Ok(Self { threads, capacity, sums, tiles, levels })
+    }
+
+    /// Threads per block the plan launches with.
+    pub fn threads(&self) -> u32 {
+        self.threads
     }
 
     /// Enqueues `output = exclusive_scan(input)`; lengths must match and fit the plan.
@@ -145,9 +160,13 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut output = ctx.alloc::<u32>(n)?;
     // Empty, one element, one tile and its neighbours, two levels' worth
     // and the whole input: prefixes of one input, each checked in full.
+    let plans = VARIANTS
+        .iter()
+        .map(|&(name, wanted)| Ok((name, ScanPlan::new(ctx, wanted, n)?)))
+        .collect::<Result<Vec<_>, hetero::Error>>()?;
     let mut lengths = vec![0, 1, 1001, n];
-    for (_, threads) in VARIANTS {
-        let tile = (threads * ITEMS) as usize;
+    for (_, plan) in &plans {
+        let tile = (plan.threads() * ITEMS) as usize;
         lengths.extend([tile - 1, tile, tile + 1, tile * tile + 1]);
     }
     lengths.retain(|&len| len <= n);
@@ -155,8 +174,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     lengths.dedup();
 
     let mut outcomes = Vec::new();
-    for (name, threads) in VARIANTS {
-        let mut plan = ScanPlan::new(ctx, threads, n)?;
+    for (name, mut plan) in plans {
         let mut mismatches = 0;
         let mut got = vec![0u32; n];
         for &len in &lengths {
@@ -170,8 +188,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         env.dump(Workload::Scan, &format!("{name}_offsets"), &[n as u64], &got)?;
         let mut times = Vec::with_capacity(REPEATS);
         for _ in 0..REPEATS {
-            let ((), ms) =
-                timed(ctx, &stream, || Ok(plan.enqueue(&stream, &input.slice(..)?, &mut output.slice_mut(..)?)?))?;
+            let ((), ms) = timed(env.clock, ctx, &stream, || {
+                Ok(plan.enqueue(&stream, &input.slice(..)?, &mut output.slice_mut(..)?)?)
+            })?;
             times.push(ms);
         }
         let ms = median(times);
@@ -179,6 +198,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcomes.push(
             Outcome::new(name, Verdict::exact(mismatches), Some(ms))
                 .metric("gbps", n as f64 * 8.0 / (ms * 1e6))
+                .metric("block", f64::from(plan.threads()))
                 .with_output(super::Output::U32(got)),
         );
     }

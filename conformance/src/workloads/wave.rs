@@ -42,11 +42,13 @@
 //! `steps * 8 * u * max|u_ref|`.
 
 use std::f64::consts::PI;
+use std::time::Instant;
 
-use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
+use hetero::{BlockRequest, Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
 
 use super::{Env, Failure, Outcome, Size, Workload, median, timed};
 use crate::check::{U32, Verdict, elementwise};
+use crate::clock::Clock;
 use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction};
 
 /// `(c dt / h)^2`.
@@ -222,12 +224,11 @@ impl Run {
     }
 }
 
-/// Threads per block on `info`'s device: [`BLOCK_WIDTH`], or the most a
-/// block may have in x, rounded down to whole warps where it has them.
-pub fn block_width(info: &hetero::DeviceInfo) -> u32 {
-    let most = BLOCK_WIDTH.min(info.max_threads_per_block).min(info.max_block_dims[0]).max(1);
-    let warp = info.warp_size.max(1);
-    if most >= warp { most / warp * warp } else { most }
+/// Threads per block of `wave_step`: [`BLOCK_WIDTH`], or the most the
+/// kernel can run on its device, rounded down to its preferred multiple
+/// (whole warps) where it holds one. Any width works.
+pub fn block_width(kernel: &Kernel) -> u32 {
+    kernel.block_size(BlockRequest::new(BLOCK_WIDTH))
 }
 
 fn launch_step(
@@ -276,9 +277,16 @@ fn zeroed_fields(ctx: &Context, stream: &Stream, cells: usize) -> Result<Vec<Dev
         .collect()
 }
 
-fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant: Variant) -> Result<Run, Failure> {
+fn run_variant(
+    ctx: &Context,
+    clock: &Clock,
+    kernel: &Kernel,
+    g: Grid,
+    source: &[f32],
+    variant: Variant,
+) -> Result<Run, Failure> {
     let cells = g.cells();
-    let width = block_width(ctx.info());
+    let width = block_width(kernel);
     let compute = ctx.stream()?;
     let copier = ctx.stream()?;
     let mut fields = zeroed_fields(ctx, &compute, cells)?;
@@ -289,9 +297,15 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
     let (staged, copied) = (events(staging_count)?, events(staging_count)?);
     let mut awaiting_copy = [false; STAGING];
     let (start, stop) = (ctx.event()?, ctx.event()?);
+    // On the host's clock: from the idle streams (the fields zeroed) to the end.
+    compute.synchronize()?;
+    let host_start = Instant::now();
     compute.record(&start)?;
     copier.wait(&start)?;
-    let mut timeline = Timeline::new(ctx, &compute, &[&copier])?;
+    let mut timeline = match clock {
+        Clock::Device => Timeline::new(ctx, &compute, &[&copier])?,
+        Clock::Host(_) => Timeline::off(ctx)?,
+    };
 
     for (step, &src) in source.iter().enumerate() {
         let target = (step + 2) % FIELDS;
@@ -339,7 +353,10 @@ fn run_variant(ctx: &Context, kernel: &Kernel, g: Grid, source: &[f32], variant:
     compute.wait(&drained)?;
     compute.record(&stop)?;
     stop.synchronize()?;
-    let total_ms = start.elapsed_ms(&stop)?;
+    let total_ms = match clock {
+        Clock::Device => start.elapsed_ms(&stop)?,
+        Clock::Host(_) => host_start.elapsed().as_secs_f64() * 1e3,
+    };
     let intervals = timeline.finish()?;
     Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, intervals })
 }
@@ -351,9 +368,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let kernel = env.ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_step")?;
     // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
     let warm = Grid { nx: 32, ny: 32, steps: 2, snapshot_every: 1 };
-    run_variant(env.ctx, &kernel, warm, &ricker(2), Variant::Sync)?;
+    run_variant(env.ctx, env.clock, &kernel, warm, &ricker(2), Variant::Sync)?;
     let mut outcomes = run_grid(env, &kernel, g, "", true)?;
-    let balance = Balance::measure(env.ctx, &kernel, g)?;
+    let balance = Balance::measure(env.ctx, env.clock, &kernel, g)?;
     let k = balance.snapshot_every(g.steps);
     let balanced = Grid { steps: k * (g.steps / k).min(BALANCED_SNAPSHOTS), snapshot_every: k, ..g };
     let mut more = run_grid(env, &kernel, balanced, "balanced-", false)?;
@@ -364,6 +381,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcome.metrics.insert("snapshot_copy_ms".into(), balance.copy_ms);
     }
     outcomes.extend(more);
+    for outcome in &mut outcomes {
+        outcome.metrics.insert("block".into(), f64::from(block_width(&kernel)));
+    }
     Ok(outcomes)
 }
 
@@ -378,14 +398,14 @@ struct Balance {
 impl Balance {
     const REPEATS: usize = 5;
 
-    fn measure(ctx: &Context, kernel: &Kernel, g: Grid) -> Result<Self, Failure> {
+    fn measure(ctx: &Context, clock: &Clock, kernel: &Kernel, g: Grid) -> Result<Self, Failure> {
         let stream = ctx.stream()?;
-        let width = block_width(ctx.info());
+        let width = block_width(kernel);
         let mut fields = zeroed_fields(ctx, &stream, g.cells())?;
         let mut host = ctx.alloc_pinned::<f32>(g.cells())?;
         let time = |op: &mut dyn FnMut() -> Result<(), Failure>| -> Result<f64, Failure> {
             op()?;
-            let times = (0..Self::REPEATS).map(|_| timed(ctx, &stream, &mut *op).map(|((), ms)| ms));
+            let times = (0..Self::REPEATS).map(|_| timed(clock, ctx, &stream, &mut *op).map(|((), ms)| ms));
             Ok(median(times.collect::<Result<_, _>>()?))
         };
         let step_ms = time(&mut || launch_step(&stream, kernel, width, g, &mut fields, 0, 0.0))?;
@@ -414,15 +434,20 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;
     for variant in Variant::ALL {
-        let mut run = run_variant(env.ctx, kernel, g, &source, variant)?;
+        let mut run = run_variant(env.ctx, env.clock, kernel, g, &source, variant)?;
         let name = format!("{prefix}{}", variant.name());
         env.dump(Workload::Wave, &format!("{name}_snapshots"), &shape, &run.snapshots)?;
         let verdict: Verdict = elementwise(&run.snapshots, &expect, |_| tolerance);
         let mut outcome = Outcome::new(name, verdict, Some(run.total_ms))
             .metric("peak_amplitude", peak)
             .with_output(super::Output::F32(run.snapshots.clone()));
+        // Copy and compute times come from device intervals, which a
+        // host-clock run does not have.
+        let intervals = env.clock.unavailable().is_none();
         let copy_ms = run.copy_ms();
-        outcome = outcome.metric("copy_ms", copy_ms);
+        if intervals {
+            outcome = outcome.metric("copy_ms", copy_ms);
+        }
         match &baseline {
             None => {
                 if images {
@@ -447,7 +472,9 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
                 // Each step must read two fields and write one.
                 let compute_ms = run.total_ms - copy_ms;
                 let bytes = g.steps as f64 * 3.0 * g.cells() as f64 * 4.0;
-                outcome = outcome.metric("compute_ms", compute_ms).metric("gbps", bytes / (compute_ms * 1e6));
+                if intervals {
+                    outcome = outcome.metric("compute_ms", compute_ms).metric("gbps", bytes / (compute_ms * 1e6));
+                }
             }
             Some(sync) => {
                 let differing =
@@ -462,13 +489,15 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
                 let compute_only_ms = crate::timeline::total_ms(&sync.intervals, Kind::Kernel);
                 let copy_only_ms = sync.copy_ms();
                 let ideal_ms = compute_only_ms.max(copy_only_ms);
-                outcome = outcome
-                    .metric("speedup_vs_sync", sync.total_ms / run.total_ms)
-                    .metric("sync_ms", sync.total_ms)
-                    .metric("compute_only_ms", compute_only_ms)
-                    .metric("copy_only_ms", copy_only_ms)
-                    .metric("ideal_ms", ideal_ms);
-                if ideal_ms > 0.0 {
+                outcome =
+                    outcome.metric("speedup_vs_sync", sync.total_ms / run.total_ms).metric("sync_ms", sync.total_ms);
+                if intervals {
+                    outcome = outcome
+                        .metric("compute_only_ms", compute_only_ms)
+                        .metric("copy_only_ms", copy_only_ms)
+                        .metric("ideal_ms", ideal_ms);
+                }
+                if intervals && ideal_ms > 0.0 {
                     outcome = outcome.metric("of_ideal", run.total_ms / ideal_ms);
                 }
                 if let Some(hidden) = hidden_copy_fraction(&run.intervals) {

@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use enum_dispatch::enum_dispatch;
 
+use crate::block::KernelLimits;
 use crate::error::{Error, ErrorKind, Result};
 // enum_dispatch writes `impl Device for AnyDevice` next to the trait, so
 // the enum and its variants' types must be nameable here.
@@ -564,6 +565,13 @@ pub trait Device: Send + Sync + 'static {
     /// # Safety
     /// `module` must be owned by the caller.
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId>;
+    /// What a kernel can run with on this device (see
+    /// [`crate::BlockRequest`] to turn a wanted block size into one it
+    /// can run).
+    ///
+    /// # Safety
+    /// `kernel` must be owned by the caller.
+    unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<KernelLimits>;
     /// Enqueues a kernel launch. Validates `config` against [`Device::info`].
     ///
     /// # Safety
@@ -657,17 +665,19 @@ pub fn check_kernel_limits(
     info: &DeviceInfo,
     kernel: &str,
     config: &LaunchConfig,
-    max_threads: u64,
-    static_shared: u64,
+    limits: &KernelLimits,
 ) -> Result<()> {
     let fail = |msg: String| Err(Error::new(info.backend, "launch", ErrorKind::InvalidLaunch, msg));
     let threads: u64 = config.block.iter().map(|&b| u64::from(b)).product();
-    if threads > max_threads {
+    let max_threads = limits.max_threads;
+    if threads > u64::from(max_threads) {
         return fail(format!(
-            "block of {threads} threads but kernel `{kernel}` can run at most {max_threads} per block on {}",
+            "block of {threads} threads but kernel `{kernel}` can run at most {max_threads} per block on {} \
+             (pick block sizes with `Kernel::block_size`)",
             info.name
         ));
     }
+    let static_shared = limits.static_shared as u64;
     let shared = config.shared_bytes as u64 + static_shared;
     if shared > info.shared_memory_per_block as u64 {
         return fail(format!(

@@ -42,6 +42,7 @@ compile_error!("hetero needs at least one backend feature: host, opencl, cuda or
 
 mod any;
 pub mod backend;
+mod block;
 mod device;
 mod error;
 pub mod host_kernel;
@@ -51,6 +52,7 @@ mod signature;
 pub mod testing;
 
 pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
+pub use block::{BlockRequest, KernelLimits};
 pub use device::{
     AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, UnknownBackend, check_copy_ranges,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::shared::Shared;
 use super::stream::Arg;
 use crate::AnyDevice;
+use crate::block::{BlockRequest, KernelLimits};
 use crate::device::{Device, KernelArg, KernelId, ModuleId};
 use crate::error::{Error, ErrorKind, Result};
 use crate::signature::{self, Given, Param};
@@ -39,6 +40,8 @@ impl<D: Device> Module<D> {
         }
         // SAFETY: the module is owned by self.
         let id = unsafe { self.device.kernel(self.id, name) }?;
+        // SAFETY: the kernel was just looked up in a module self owns.
+        let limits = unsafe { self.device.kernel_limits(id) }?;
         let declared = self.params.iter().find(|(n, _)| n == name).map(|(_, p)| p);
         let count = declared.map(Vec::len);
         let signature = declared.and_then(|d| signature::parse(d));
@@ -46,6 +49,7 @@ impl<D: Device> Module<D> {
             device: Arc::clone(&self.device),
             id,
             name: name.to_string(),
+            limits,
             count,
             signature,
             structs: Arc::clone(&self.structs),
@@ -58,6 +62,8 @@ pub struct Kernel<D: Device = AnyDevice> {
     pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: KernelId,
     name: String,
+    /// What the kernel can run with on its device.
+    limits: KernelLimits,
     /// Number of parameters the source declares, when it could be parsed.
     count: Option<usize>,
     /// The parameters, when every declaration could be read.
@@ -76,6 +82,28 @@ impl<D: Device> Kernel<D> {
     /// The entry point's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What this kernel can run with on its device: its largest block,
+    /// preferred multiple and static shared memory.
+    pub fn limits(&self) -> KernelLimits {
+        self.limits
+    }
+
+    /// A block size this kernel can run on its device, as close to the
+    /// request as its limits allow (see [`BlockRequest::pick`]).
+    ///
+    /// ```
+    /// # #[cfg(feature = "host")] {
+    /// # let ctx = hetero::Context::new(hetero::backend::host::HostDevice::new());
+    /// let kernel = ctx.build_module(hetero::kernels::REDUCE)?.kernel("reduce_partial")?;
+    /// let threads = kernel.block_size(hetero::BlockRequest::new(256).shared_per_thread(4));
+    /// assert!(threads >= 1 && threads <= kernel.limits().max_threads);
+    /// # }
+    /// # Ok::<(), hetero::Error>(())
+    /// ```
+    pub fn block_size(&self, request: BlockRequest) -> u32 {
+        request.pick(self.device.info(), &self.limits)
     }
 
     /// Refuses a launch whose arguments do not fit the source's parameter

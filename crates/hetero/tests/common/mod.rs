@@ -152,6 +152,10 @@ impl Device for Wrapped {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.kernel(module, name) }
     }
+    unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<hetero::KernelLimits> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.kernel_limits(kernel) }
+    }
     unsafe fn launch(
         &self,
         kernel: KernelId,

@@ -13,6 +13,7 @@ use super::runtime::{Attribute, Runtime};
 use super::stream::GpuStream;
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::block::KernelLimits;
 use crate::device::{
     AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
     StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
@@ -507,7 +508,11 @@ impl<R: Runtime> Device for GpuDevice<R> {
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         self.enter()?;
         let module = self.modules.get("kernel", module.0)?;
-        Ok(KernelId(self.kernels.insert(module::kernel(&*self.runtime, &module, name)?)))
+        Ok(KernelId(self.kernels.insert(module::kernel(&*self.runtime, &self.info, &module, name)?)))
+    }
+
+    unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<KernelLimits> {
+        self.kernels.with("kernel_limits", kernel.0, |kernel| kernel.limits)
     }
 
     unsafe fn launch(
@@ -523,8 +528,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // handle: every thread launches the same kernels, so a reference
         // count per launch would be a shared write.
         let function = self.kernels.with("launch", kernel.0, |kernel| {
-            let (threads, shared) = (u64::from(kernel.max_threads), kernel.static_shared as u64);
-            check_kernel_limits(&self.info, &kernel.name, config, threads, shared).map(|()| kernel.function)
+            check_kernel_limits(&self.info, &kernel.name, config, &kernel.limits).map(|()| kernel.function)
         })??;
         // SAFETY: the caller's contract, passed on; the kernel stays live
         // for the call (the contract of `launch`), and so does its function.

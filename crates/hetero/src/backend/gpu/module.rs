@@ -9,6 +9,8 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::runtime::Runtime;
+use crate::block::KernelLimits;
+use crate::device::DeviceInfo;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A loaded module.
@@ -46,8 +48,9 @@ impl<R: Runtime> Default for ModuleCache<R> {
 pub(super) struct GpuKernel<R: Runtime> {
     pub(super) function: R::Function,
     pub(super) name: String,
-    pub(super) max_threads: u32,
-    pub(super) static_shared: usize,
+    /// Its block limit and static shared memory from the runtime; the
+    /// preferred multiple is the device's warp.
+    pub(super) limits: KernelLimits,
 }
 
 /// The module of `source` on the runtime's device, compiled and loaded at
@@ -77,7 +80,12 @@ pub(super) fn build<R: Runtime>(runtime: &R, source: &str) -> Result<Arc<GpuModu
 }
 
 /// The kernel `name` of `module`, with its limits. The device must be current.
-pub(super) fn kernel<R: Runtime>(runtime: &R, module: &GpuModule<R>, name: &str) -> Result<GpuKernel<R>> {
+pub(super) fn kernel<R: Runtime>(
+    runtime: &R,
+    info: &DeviceInfo,
+    module: &GpuModule<R>,
+    name: &str,
+) -> Result<GpuKernel<R>> {
     let c_name = CString::new(name).map_err(|_| {
         Error::new(R::BACKEND, "kernel", ErrorKind::KernelNotFound, format!("kernel name {name:?} contains a NUL byte"))
     })?;
@@ -89,5 +97,6 @@ pub(super) fn kernel<R: Runtime>(runtime: &R, module: &GpuModule<R>, name: &str)
     })?;
     // SAFETY: the function was just looked up on this device.
     let (max_threads, static_shared) = unsafe { runtime.function_limits(function) }?;
-    Ok(GpuKernel { function, name: name.to_string(), max_threads, static_shared })
+    let limits = KernelLimits::new(info, max_threads, info.warp_size, static_shared);
+    Ok(GpuKernel { function, name: name.to_string(), limits })
 }

@@ -14,6 +14,7 @@ use super::module::HostModule;
 use super::stream::{HostStream, Op};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::block::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
@@ -345,6 +346,13 @@ impl Device for HostDevice {
             ));
         };
         Ok(KernelId(self.kernels.insert(function)))
+    }
+
+    unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<KernelLimits> {
+        // Host kernels run any block the device allows, one thread after
+        // another, and declare no shared memory of their own.
+        self.kernels.get("kernel_limits", kernel.0)?;
+        Ok(KernelLimits::new(&self.info, self.info.max_threads_per_block, 1, 0))
     }
 
     unsafe fn launch(

@@ -23,6 +23,7 @@ use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::block::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
     ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range,
@@ -239,7 +240,7 @@ impl OpenClDevice {
     /// The checks of a launch of `kernel` that need the kernel: its limits
     /// and whether its last parameter takes the dynamic local memory.
     fn check_launch(&self, kernel: &ClKernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<bool> {
-        check_kernel_limits(&self.info, &kernel.name, config, kernel.max_work_group as u64, kernel.static_local)?;
+        check_kernel_limits(&self.info, &kernel.name, config, &kernel.limits)?;
         match kernel.num_args as usize {
             n if n == args.len() => Ok(false),
             n if n == args.len() + 1 && config.shared_bytes > 0 => Ok(true),
@@ -431,18 +432,29 @@ impl Device for OpenClDevice {
     }
 
     unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
-        let time = |id: EventId| -> Result<u64> {
+        let recording = |id: EventId| -> Result<_> {
             let slot = self.events.get("elapsed_ms", id.0)?;
             if !slot.timed {
                 let what =
                     if slot.user { "user events carry no time" } else { "a synchronisation event carries no time" };
                 return Err(error("elapsed_ms", ErrorKind::InvalidHandle, what));
             }
-            let ev =
-                slot.current()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))?;
-            if !is_complete(&ev, "elapsed_ms")? {
-                return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
-            }
+            slot.recording()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))
+        };
+        let ((first, first_queue), (last, last_queue)) = (recording(start)?, recording(end)?);
+        let (first_done, last_done) = (is_complete(&first, "elapsed_ms")?, is_complete(&last, "elapsed_ms")?);
+        // An in-order queue has run every command before a completed one,
+        // but rusticl (Mesa 22.3) may report an earlier command of the
+        // queue as still running for a moment after a later one completed
+        // (`a_start_recorded_before_a_completed_end_is_complete`): such a
+        // start is waited for, which returns at once.
+        let same_queue = matches!((&first_queue, &last_queue), (Some(a), Some(b)) if Arc::ptr_eq(a, b));
+        if !first_done && last_done && same_queue {
+            first.wait().map_err(from_cl("clWaitForEvents"))?;
+        } else if !(first_done && last_done) {
+            return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
+        }
+        let time = |ev: &opencl3::event::Event| -> Result<u64> {
             let begun = ev.profiling_command_start().map_err(from_cl("clGetEventProfilingInfo"))?;
             let ended = ev.profiling_command_end().map_err(from_cl("clGetEventProfilingInfo"))?;
             if ended == 0 {
@@ -461,7 +473,7 @@ impl Device for OpenClDevice {
             }
             Ok(ended)
         };
-        let (t0, t1) = (time(start)?, time(end)?);
+        let (t0, t1) = (time(&first)?, time(&last)?);
         // Signed difference in floating point: never underflows.
         Ok((t1 as f64 - t0 as f64) / 1e6)
     }
@@ -576,7 +588,11 @@ impl Device for OpenClDevice {
                 format!("kernel name {name:?} contains a NUL byte"),
             ));
         }
-        Ok(KernelId(self.kernels.insert(ClKernel::new(&program, self.device.id(), name)?)))
+        Ok(KernelId(self.kernels.insert(ClKernel::new(&program, self.device.id(), &self.info, name)?)))
+    }
+
+    unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<KernelLimits> {
+        self.kernels.with("kernel_limits", kernel.0, |kernel| kernel.limits)
     }
 
     unsafe fn launch(

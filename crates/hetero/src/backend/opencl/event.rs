@@ -45,6 +45,11 @@ impl ClEvent {
     /// The latest recording, usable after the lock is gone; its queue is
     /// flushed first, so whoever waits on it sees progress.
     pub(super) fn current(&self) -> Result<Option<Arc<Event>>> {
+        Ok(self.recording()?.map(|(event, _)| event))
+    }
+
+    /// The latest recording with its queue, flushed as by [`ClEvent::current`].
+    pub(super) fn recording(&self) -> Result<Option<Recording>> {
         let latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         match latest.as_ref() {
             None => Ok(None),
@@ -52,7 +57,7 @@ impl ClEvent {
                 if let Some(source) = source {
                     source.flush()?;
                 }
-                Ok(Some(Arc::clone(event)))
+                Ok(Some((Arc::clone(event), source.clone())))
             }
         }
     }

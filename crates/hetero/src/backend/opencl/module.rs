@@ -13,6 +13,8 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 
 use super::error::{cl_error, error, from_cl};
+use crate::block::KernelLimits;
+use crate::device::DeviceInfo;
 use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 
@@ -50,10 +52,10 @@ pub(super) struct ClKernel {
     pub(super) name: String,
     /// Parameters the kernel declares.
     pub(super) num_args: u32,
-    /// Largest work-group this kernel can run with on the device.
-    pub(super) max_work_group: usize,
-    /// Local memory the kernel uses besides its dynamic argument.
-    pub(super) static_local: u64,
+    /// Its work-group limits on the device (`CL_KERNEL_WORK_GROUP_SIZE`,
+    /// the preferred multiple, and `CL_KERNEL_LOCAL_MEM_SIZE`: local memory
+    /// besides the dynamic argument).
+    pub(super) limits: KernelLimits,
 }
 
 fn create(program: &Program, name: &str) -> Result<Kernel> {
@@ -68,16 +70,24 @@ fn create(program: &Program, name: &str) -> Result<Kernel> {
 }
 
 impl ClKernel {
-    pub(super) fn new(program: &Program, device: cl_device_id, name: &str) -> Result<Self> {
+    pub(super) fn new(program: &Program, device: cl_device_id, info: &DeviceInfo, name: &str) -> Result<Self> {
         let kernel = create(program, name)?;
         let num_args = kernel.num_args().map_err(from_cl("clGetKernelInfo"))?;
-        let max_work_group = kernel.get_work_group_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
-        let static_local = kernel.get_local_mem_size(device).map_err(from_cl("clGetKernelWorkGroupInfo"))?;
+        let query = from_cl("clGetKernelWorkGroupInfo");
+        let max_work_group = kernel.get_work_group_size(device).map_err(&query)?;
+        let multiple = kernel.get_work_group_size_multiple(device).map_err(&query)?;
+        let static_local = kernel.get_local_mem_size(device).map_err(&query)?;
+        let limits = KernelLimits::new(
+            info,
+            u32::try_from(max_work_group).unwrap_or(u32::MAX),
+            u32::try_from(multiple).unwrap_or(u32::MAX),
+            usize::try_from(static_local).unwrap_or(usize::MAX),
+        );
         let mut instances = vec![Padded(Arc::new(Mutex::new(kernel)))];
         for _ in 1..SHARDS {
             instances.push(Padded(Arc::new(Mutex::new(create(program, name)?))));
         }
-        Ok(Self { instances: instances.into(), name: name.to_string(), num_args, max_work_group, static_local })
+        Ok(Self { instances: instances.into(), name: name.to_string(), num_args, limits })
     }
 
     /// The calling thread's kernel object, locked by the launch that sets
