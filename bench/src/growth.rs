@@ -104,7 +104,7 @@ impl Runner {
             unsafe {
                 stream.launch(
                     &self.kernel,
-                    LaunchConfig::linear(n.div_ceil(64), 64, 0),
+                    LaunchConfig::covering([n, 1, 1], [self.kernel.block_size(hetero::BlockRequest::new(64)), 1, 1], 0),
                     &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()],
                 )?;
             }

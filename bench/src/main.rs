@@ -30,6 +30,16 @@ pub mod sizes {
     pub const WORDS: usize = 1024;
     /// Bytes of one allocation in the alloc+free pair.
     pub const ALLOC_BYTES: usize = 1 << 20;
+    /// Threads of the one-block launch every path measures, where
+    /// `affine_u32` can run that many ([`launch_threads`]).
+    pub const LAUNCH_THREADS: u32 = 64;
+
+    /// The threads of the measured launch on `ctx`'s device: the same for
+    /// every path of the device.
+    pub fn launch_threads(ctx: &hetero::Context) -> Result<u32, super::Fail> {
+        let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
+        Ok(kernel.block_size(hetero::BlockRequest::new(LAUNCH_THREADS)))
+    }
 }
 
 /// One measured operation; every path measures the same list.
@@ -201,6 +211,10 @@ struct Cli {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
+    /// Device of each backend: its index, or a piece of its name or platform, ignoring case
+    /// (`--device rusticl`).
+    #[arg(long, default_value = "0")]
+    device: hetero::DeviceSelector,
     /// Size of the conformance pull workload to time per batch.
     #[arg(long, value_enum, default_value = "small")]
     pull_size: conformance::workloads::Size,
@@ -232,9 +246,9 @@ fn main() -> ExitCode {
     let backends = if cli.backend.is_empty() { hetero::compiled_backends() } else { cli.backend.clone() };
     let mut contexts = Vec::new();
     for backend in backends {
-        match hetero::backend_devices(backend) {
-            Ok(mut devices) => contexts.push((backend, Context::new(devices.remove(0)))),
-            Err(e) if cli.backend.is_empty() => println!("skipped: {e}"),
+        match hetero::discover(backend).take(&cli.device) {
+            Ok(device) => contexts.push((backend, Context::new(device))),
+            Err(e) if cli.backend.is_empty() => println!("skipped: {backend}: {e}"),
             Err(e) => {
                 eprintln!("bench: cannot run: {e}");
                 return ExitCode::from(2);
@@ -267,11 +281,11 @@ fn main() -> ExitCode {
                 Err(e) => results[at].errors.push(format!("{name}: {e}")),
             }
         }
-        match fresh_device(*backend).and_then(trait_path::path) {
+        match fresh_device(ctx.info()).and_then(trait_path::path) {
             Ok(path) => entries.push(measure::Entry::new(at, "trait", "hetero-untimed", path)),
             Err(e) => results[at].errors.push(format!("trait: {e}")),
         }
-        match raw(*backend, &ctx.info().name) {
+        match sizes::launch_threads(ctx).and_then(|threads| raw(*backend, &ctx.info().name, threads)) {
             Ok(paths) => entries
                 .extend(paths.into_iter().map(|(name, against, path)| measure::Entry::new(at, name, against, path))),
             Err(e) => results[at].errors.push(format!("raw: {e}")),
@@ -301,10 +315,10 @@ fn main() -> ExitCode {
     for g in 0..groups {
         // The last groups also run on a control: a fresh context of the device.
         let control = groups >= 2 && g == groups - growth::edge_groups(groups);
-        for ((slot, result), (backend, _)) in runners.iter_mut().zip(&mut results).zip(&contexts) {
+        for ((slot, result), (_, ctx)) in runners.iter_mut().zip(&mut results).zip(&contexts) {
             let Some(runner) = slot else { continue };
             let started = if control {
-                fresh_device(*backend).and_then(|device| runner.start_control(&Context::new(device)))
+                fresh_device(ctx.info()).and_then(|device| runner.start_control(&Context::new(device)))
             } else {
                 Ok(())
             };
@@ -330,12 +344,19 @@ fn main() -> ExitCode {
     let scaled = if thread_batches == 0 { 0 } else { contexts.len() };
     for ((backend, ctx), result) in contexts.iter().zip(&mut results).take(scaled) {
         let (backend, name) = (*backend, ctx.info().name.clone());
+        let threads = match sizes::launch_threads(ctx) {
+            Ok(threads) => threads,
+            Err(e) => {
+                result.errors.push(format!("threads: {e}"));
+                continue;
+            }
+        };
         let paths: Vec<(&'static str, threads::Make<'_>)> = vec![
             ("hetero-untimed", Box::new(|| typed::path(ctx, false))),
             (
                 "raw",
                 Box::new(move || {
-                    raw(backend, &name)?
+                    raw(backend, &name, threads)?
                         .into_iter()
                         .find(|(path, ..)| *path == "raw")
                         .map(|(.., path)| path)
@@ -390,18 +411,23 @@ fn main() -> ExitCode {
     if results.iter().any(|r| !r.errors.is_empty()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
-/// A new handle on the first device of `backend`, the one the bench's
+/// A new handle on the device `info` describes, the one the bench's
 /// context uses, for paths and controls that need a device of their own.
-pub fn fresh_device(backend: Backend) -> Result<hetero::AnyDevice, Fail> {
-    hetero::backend_devices(backend)?.into_iter().next().ok_or_else(|| "the device is gone".into())
+pub fn fresh_device(info: &hetero::DeviceInfo) -> Result<hetero::AnyDevice, Fail> {
+    hetero::backend_devices(info.backend)?
+        .into_iter()
+        .find(|d| hetero::Device::info(d).name == info.name && hetero::Device::info(d).platform == info.platform)
+        .ok_or_else(|| "the device is gone".into())
 }
 
-/// The vendor-API paths of `backend` on the device named `name`.
-fn raw(backend: Backend, name: &str) -> Result<Vec<RawPath>, Fail> {
-    let _ = name;
+/// The vendor-API paths of `backend` on the device named `name`, launching
+/// `threads` threads (CUDA and HIP run [`sizes::LAUNCH_THREADS`] of this
+/// kernel on every device they support).
+fn raw(backend: Backend, name: &str, threads: u32) -> Result<Vec<RawPath>, Fail> {
+    let _ = (name, threads);
     match backend {
         #[cfg(feature = "opencl")]
-        Backend::OpenCl => raw_opencl::paths(name),
+        Backend::OpenCl => raw_opencl::paths(name, threads),
         #[cfg(feature = "cuda")]
         Backend::Cuda => raw_cuda::paths(),
         #[cfg(feature = "hip")]

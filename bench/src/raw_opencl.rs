@@ -47,6 +47,8 @@ struct Raw {
     a: CommandQueue,
     b: CommandQueue,
     kernel: Kernel,
+    /// Work-items of the one work-group launched (hetero's paths launch as many).
+    threads: usize,
     x: Buffer<u32>,
     y: Buffer<u32>,
     _pinned_buffer: Buffer<u32>,
@@ -106,7 +108,7 @@ impl Path for Raw {
                     self.kernel.set_arg(1, &(words as u32))?;
                     self.kernel.set_arg(2, &1u32)?;
                     self.kernel.set_arg(3, &1u32)?;
-                    let size = [64usize];
+                    let size = [self.threads];
                     let g = size.as_ptr();
                     let launched = self.a.enqueue_nd_range_kernel(self.kernel.get(), 1, std::ptr::null(), g, g, &[])?;
                     self.keep(op == Op::LaunchTracked, launched);
@@ -164,15 +166,15 @@ impl Path for Raw {
 /// keep the device busy while enqueuing), and on queues with profiling
 /// enabled (`raw-prof`, compared with hetero's default, timed streams),
 /// which shows what profiling itself costs.
-pub fn paths(name: &str) -> Result<Vec<crate::RawPath>, Fail> {
+pub fn paths(name: &str, threads: u32) -> Result<Vec<crate::RawPath>, Fail> {
     Ok(vec![
-        ("raw", "hetero-untimed", Box::new(setup(name, 0, false)?)),
-        ("raw-flushed", "hetero-untimed", Box::new(setup(name, 0, true)?)),
-        ("raw-prof", "hetero", Box::new(setup(name, CL_QUEUE_PROFILING_ENABLE, false)?)),
+        ("raw", "hetero-untimed", Box::new(setup(name, 0, false, threads)?)),
+        ("raw-flushed", "hetero-untimed", Box::new(setup(name, 0, true, threads)?)),
+        ("raw-prof", "hetero", Box::new(setup(name, CL_QUEUE_PROFILING_ENABLE, false, threads)?)),
     ])
 }
 
-fn setup(name: &str, properties: u64, flushing: bool) -> Result<Raw, Fail> {
+fn setup(name: &str, properties: u64, flushing: bool, threads: u32) -> Result<Raw, Fail> {
     let device = find(name)?;
     let context = Context::from_device(&device)?;
     let (a, b) = (queue(&context, properties)?, queue(&context, properties)?);
@@ -198,6 +200,7 @@ fn setup(name: &str, properties: u64, flushing: bool) -> Result<Raw, Fail> {
         a,
         b,
         kernel,
+        threads: threads as usize,
         x,
         y,
         _pinned_buffer: pinned_buffer,

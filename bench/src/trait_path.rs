@@ -19,6 +19,8 @@ use crate::{Op, sizes};
 struct Trait {
     device: AnyDevice,
     kernel: KernelId,
+    /// Threads of the measured launch (as `sizes::launch_threads` picks them).
+    threads: u32,
     a: StreamId,
     b: StreamId,
     x: AllocId,
@@ -60,7 +62,7 @@ impl Trait {
         // and x holds n words; the handles are this path's; nothing else
         // writes x while the launch runs (the cross-stream pair's fill and
         // copy are ordered against it by stream order and events).
-        Ok(unsafe { self.device.launch(self.kernel, &LaunchConfig::linear(1, 64, 0), &args, self.a) }?)
+        Ok(unsafe { self.device.launch(self.kernel, &LaunchConfig::linear(1, self.threads, 0), &args, self.a) }?)
     }
 }
 
@@ -153,6 +155,9 @@ pub fn path(device: AnyDevice) -> Result<Box<dyn Path>, Fail> {
     let module = device.build_module(hetero::kernels::UTIL, &[])?;
     // SAFETY: the module is this path's, built just now.
     let kernel = unsafe { device.kernel(module, "affine_u32") }?;
+    // SAFETY: the kernel is this path's, looked up just now.
+    let limits = unsafe { device.kernel_limits(kernel) }?;
+    let threads = hetero::BlockRequest::new(crate::sizes::LAUNCH_THREADS).pick(device.info(), &limits);
     let (a, b) = (device.create_stream(untimed)?, device.create_stream(untimed)?);
     let (x, y) = (device.alloc_device(BYTES)?, device.alloc_device(BYTES)?);
     let pinned_alloc = device.alloc_pinned(BYTES)?;
@@ -160,7 +165,22 @@ pub fn path(device: AnyDevice) -> Result<Box<dyn Path>, Fail> {
     let pinned = unsafe { device.pinned_ptr(pinned_alloc) }?.as_ptr();
     let (event, mark) = (device.create_event()?, device.create_sync_event()?);
     let (filled, copied) = (device.create_sync_event()?, device.create_sync_event()?);
-    let path = Trait { device, kernel, a, b, x, y, pinned_alloc, pinned, event, mark, filled, copied, copying: false };
+    let path = Trait {
+        device,
+        kernel,
+        threads,
+        a,
+        b,
+        x,
+        y,
+        pinned_alloc,
+        pinned,
+        event,
+        mark,
+        filled,
+        copied,
+        copying: false,
+    };
     // SAFETY: x is this path's and holds BYTES bytes.
     unsafe { path.device.fill_u32(Trait::whole(path.x), 1, path.a) }?;
     Ok(Box::new(path))

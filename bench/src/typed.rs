@@ -12,6 +12,8 @@ struct Typed {
     direct: Context,
     cached: Context,
     kernel: Kernel,
+    /// Threads of the measured launch ([`sizes::launch_threads`]).
+    threads: u32,
     a: Stream,
     b: Stream,
     x: DeviceBuffer<u32>,
@@ -24,7 +26,7 @@ impl Typed {
     fn launch(&mut self) -> Result<(), Fail> {
         let xs = self.x.slice_mut(..)?;
         let n = sizes::WORDS as u32;
-        let config = LaunchConfig::linear(1, 64, 0);
+        let config = LaunchConfig::linear(1, self.threads, 0);
         // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
         unsafe { self.a.launch(&self.kernel, config, &[(&xs).into(), n.into(), 1u32.into(), 1u32.into()])? };
         Ok(())
@@ -86,11 +88,12 @@ impl Path for Typed {
 /// the direct and the caching allocator.
 pub fn path(ctx: &Context, timing: bool) -> Result<Box<dyn Path>, Fail> {
     let stream = || if timing { ctx.stream() } else { ctx.untimed_stream() };
-    let device = || crate::fresh_device(ctx.info().backend);
+    let device = || crate::fresh_device(ctx.info());
     let mut path = Typed {
         direct: Context::with_allocator(device()?, AllocatorOptions::direct()),
         cached: Context::with_allocator(device()?, AllocatorOptions::caching()),
         kernel: ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?,
+        threads: sizes::launch_threads(ctx)?,
         a: stream()?,
         b: stream()?,
         x: ctx.alloc::<u32>(sizes::WORDS)?,

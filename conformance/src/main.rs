@@ -49,9 +49,10 @@ struct Cli {
     /// Seed of the inputs.
     #[arg(long, default_value_t = inputs::DEFAULT_SEED)]
     seed: u64,
-    /// Device index within each backend.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
+    /// Device of each backend: its index, or a piece of its name or platform, ignoring case
+    /// (`--device rusticl`, `--device llvmpipe`); one that matches none lists the devices there are.
+    #[arg(long, default_value = "0")]
+    device: hetero::DeviceSelector,
     /// Write the JSON report to this file (`-`: standard output, and the table goes to standard error;
     /// the same for every report below).
     #[arg(long, value_name = "FILE")]
@@ -302,19 +303,18 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
         let notes = found
             .unavailable
             .iter()
-            .map(|e| Unavailable { backend: backend.name().to_string(), reason: e.to_string() });
-        if cli.device < found.devices.len() {
-            // Platforms or devices that failed while others work: reported, not fatal.
-            unavailable.extend(notes);
-            contexts.push(Context::new(found.devices.swap_remove(cli.device)));
-            continue;
-        }
-        let reason = match found.unavailable.first() {
-            _ if !found.devices.is_empty() => {
-                format!("{backend} has {} device(s); --device {} does not exist", found.devices.len(), cli.device)
+            .map(|e| Unavailable { backend: backend.name().to_string(), reason: e.to_string() })
+            .collect::<Vec<_>>();
+        let had_devices = !found.devices.is_empty();
+        let reason = match found.take(&cli.device) {
+            Ok(device) => {
+                // Platforms or devices that failed while others work: reported, not fatal.
+                unavailable.extend(notes);
+                contexts.push(Context::new(device));
+                continue;
             }
-            Some(e) => e.to_string(),
-            None => format!("{backend} reports no device"),
+            Err(e) if had_devices => format!("--device {}: {e}", cli.device),
+            Err(e) => e,
         };
         if required {
             missing.push(reason);

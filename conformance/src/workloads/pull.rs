@@ -377,8 +377,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         let mut verdict = elementwise(&got, &expect, |i| tolerance[i]);
         // Instrumented: the same batches with events around every operation,
         // for the copy/compute intervals and the overlap.
-        let (instrumented_ms, again, intervals) =
-            pass(env, variant, &staging, &kernel, &batches, shape, true)?;
+        let (instrumented_ms, again, intervals) = pass(env, variant, &staging, &kernel, &batches, shape, true)?;
         let again_verdict = elementwise(&again, &expect, |i| tolerance[i]);
         if verdict.passed() && !again_verdict.passed() {
             verdict = again_verdict;

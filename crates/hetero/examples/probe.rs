@@ -47,7 +47,7 @@ fn smoke(backend: Backend) -> Option<()> {
         let launched = unsafe {
             stream.launch(
                 &kernel,
-                LaunchConfig::linear(4, 256, 0),
+                LaunchConfig::covering([1024, 1, 1], [kernel.block_size(hetero::BlockRequest::new(256)), 1, 1], 0),
                 &[(&xs).into(), 1024u32.into(), 3u32.into(), 1u32.into()],
             )
         };

@@ -11,7 +11,7 @@ use crate::backend::hip::HipDevice;
 use crate::backend::host::HostDevice;
 #[cfg(feature = "opencl")]
 use crate::backend::opencl::OpenClDevice;
-use crate::device::Backend;
+use crate::device::{Backend, Device};
 use crate::error::{Error, ErrorKind, Result};
 
 /// A device of any compiled-in backend. Generic code written over
@@ -61,6 +61,20 @@ pub struct Discovery {
     /// Why a backend, platform or device could not be used
     /// ([`ErrorKind::Unavailable`] when a runtime is missing).
     pub unavailable: Vec<Error>,
+}
+
+impl Discovery {
+    /// Removes and returns the device `selector` chooses; the error lists
+    /// the devices there are (or why there are none).
+    pub fn take(&mut self, selector: &crate::DeviceSelector) -> std::result::Result<AnyDevice, String> {
+        if self.devices.is_empty() {
+            let reasons: Vec<String> = self.unavailable.iter().map(ToString::to_string).collect();
+            return Err(if reasons.is_empty() { "no device was found".to_string() } else { reasons.join("; ") });
+        }
+        let infos: Vec<&crate::DeviceInfo> = self.devices.iter().map(Device::info).collect();
+        let index = selector.position(&infos)?;
+        Ok(self.devices.remove(index))
+    }
 }
 
 /// Every device of `backend`, and every failure met on the way: a backend

@@ -109,8 +109,7 @@ impl BlockRequest {
     pub fn pick(&self, info: &DeviceInfo, limits: &KernelLimits) -> u32 {
         let mut most =
             self.wanted.min(limits.max_threads).min(info.max_threads_per_block).min(info.max_block_dims[0]).max(1);
-        let free =
-            info.shared_memory_per_block.saturating_sub(limits.static_shared.saturating_add(self.shared_fixed));
+        let free = info.shared_memory_per_block.saturating_sub(limits.static_shared.saturating_add(self.shared_fixed));
         if let Some(fits) = free.checked_div(self.shared_per_thread) {
             most = most.min(u32::try_from(fits).unwrap_or(u32::MAX)).max(1);
         }

@@ -47,6 +47,7 @@ mod device;
 mod error;
 pub mod host_kernel;
 pub mod safe;
+mod select;
 mod shard;
 mod signature;
 pub mod testing;
@@ -59,6 +60,7 @@ pub use device::{
     check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use select::DeviceSelector;
 
 /// The element traits buffers need, re-exported so that a crate's own
 /// types can derive them without naming `bytemuck` (`#[derive(Clone,

@@ -5,13 +5,37 @@
 //! returned reason as `skipped: …` — unless the backend is listed in the
 //! `HETERO_REQUIRE` environment variable (comma-separated backend names, as
 //! CI sets it), in which case its absence is an `Err` that fails the test.
+//!
+//! The device is the backend's first, or the one `HETERO_<BACKEND>_DEVICE`
+//! chooses ([`device_var`]: an index or a piece of the device's name or
+//! platform, e.g. `HETERO_OPENCL_DEVICE=rusticl`), so one test suite runs
+//! on each implementation a machine has. A choice that matches no device
+//! is an `Err`.
 
 use crate::any::{AnyDevice, discover};
 use crate::device::Backend;
 use crate::safe::{AllocatorOptions, Context};
+use crate::select::DeviceSelector;
 
 /// Environment variable naming the backends a test run must have.
 pub const REQUIRE_VAR: &str = "HETERO_REQUIRE";
+
+/// The environment variable that chooses `backend`'s device for tests:
+/// `HETERO_HOST_DEVICE`, `HETERO_OPENCL_DEVICE`, `HETERO_CUDA_DEVICE` or
+/// `HETERO_HIP_DEVICE`.
+pub fn device_var(backend: Backend) -> String {
+    format!("HETERO_{}_DEVICE", backend.name().to_uppercase())
+}
+
+/// The device `HETERO_<BACKEND>_DEVICE` chooses; the first when it is unset
+/// or empty.
+pub fn device_selector(backend: Backend) -> DeviceSelector {
+    std::env::var(device_var(backend))
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_default()
+}
 
 /// Backends named in `HETERO_REQUIRE` (unknown names are an error).
 pub fn required_backends() -> Result<Vec<Backend>, String> {
@@ -26,13 +50,13 @@ pub fn required_backends() -> Result<Vec<Backend>, String> {
 /// What a test gets for a backend.
 #[derive(Debug)]
 pub enum Availability {
-    /// The first device of the backend.
+    /// The chosen device of the backend.
     Ready(Context<AnyDevice>),
     /// The backend cannot run here and is not required; the reason.
     Skipped(String),
 }
 
-/// The first device of `backend`, or `Ok(None)` after printing
+/// The chosen device of `backend` (see the module doc), or `Ok(None)` after printing
 /// `skipped: <reason>`; `Err` when the backend is required but missing.
 pub fn context_or_skip(backend: Backend) -> Result<Option<Context<AnyDevice>>, String> {
     Ok(match context(backend)? {
@@ -44,7 +68,8 @@ pub fn context_or_skip(backend: Backend) -> Result<Option<Context<AnyDevice>>, S
     })
 }
 
-/// The first device of `backend`; `Err` when it is required but missing.
+/// The chosen device of `backend`; `Err` when it is required but missing,
+/// or when `HETERO_<BACKEND>_DEVICE` names a device there is not.
 pub fn context(backend: Backend) -> Result<Availability, String> {
     context_with(backend, None)
 }
@@ -58,7 +83,8 @@ pub fn context_with_allocator(backend: Backend, options: AllocatorOptions) -> Re
 fn context_with(backend: Backend, options: Option<AllocatorOptions>) -> Result<Availability, String> {
     let mut found = discover(backend);
     if !found.devices.is_empty() {
-        let device = found.devices.remove(0);
+        let selector = device_selector(backend);
+        let device = found.take(&selector).map_err(|e| format!("{}={selector}: {e}", device_var(backend)))?;
         return Ok(Availability::Ready(match options {
             Some(o) => Context::with_allocator(device, o),
             None => Context::new(device),

@@ -8,7 +8,7 @@
 //! launch's arguments against the same lists, on every backend.
 
 use hetero::host_kernel::{Args, Block, Fault, HostKernel};
-use hetero::{Context, LaunchConfig};
+use hetero::{BlockRequest, Context, LaunchConfig};
 
 /// The portable source of the crate's kernels.
 pub const SOURCE: &str = include_str!("kernels.kern");
@@ -25,8 +25,17 @@ pub struct Coeffs {
     pub n: u32,
 }
 
-/// Side of the square thread block (and shared-memory tile) of `transpose`.
+/// Side of the square thread block (and shared-memory tile) of `transpose`
+/// where the kernel can run that many threads; see [`tile_side`].
 pub const TILE: u32 = 16;
+
+/// The side of `transpose`'s square block on its device: [`TILE`], or the
+/// largest square the kernel's limits allow (threads, and a tile of
+/// `side * (side + 1)` floats in shared memory).
+pub fn tile_side(kernel: &hetero::Kernel) -> u32 {
+    let most = kernel.block_size(BlockRequest::new(TILE * TILE).shared_per_thread(2 * std::mem::size_of::<f32>()));
+    most.isqrt().clamp(1, TILE)
+}
 
 /// `axpby` for the host: every thread of one block.
 fn axpby(block: &Block, args: &Args) -> Fault {
@@ -83,11 +92,13 @@ pub fn run(ctx: &Context) -> Result<(), Box<dyn std::error::Error>> {
     let x_dev = stream.upload(&x)?;
     let mut y = stream.upload(&y0)?;
     let coeffs = Coeffs { a: 2.0, b: 0.5, n };
+    let axpby = module.kernel("axpby")?;
+    let threads = axpby.block_size(BlockRequest::new(256));
     // SAFETY: thread i < n reads x[i] and updates y[i]; both have n elements.
     unsafe {
         stream.launch(
-            &module.kernel("axpby")?,
-            LaunchConfig::covering([n, 1, 1], [256, 1, 1], 0),
+            &axpby,
+            LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0),
             &[(&x_dev).into(), (&mut y).into(), hetero::Arg::value(&coeffs)],
         )?;
     }
@@ -105,15 +116,17 @@ pub fn run(ctx: &Context) -> Result<(), Box<dyn std::error::Error>> {
     let matrix: Vec<f32> = (0..width * height).map(|i| i as f32).collect();
     let input = stream.upload(&matrix)?;
     let mut out = stream.alloc_zeros::<f32>(matrix.len())?;
-    let shared = (TILE * (TILE + 1)) as usize * std::mem::size_of::<f32>();
+    let transpose = module.kernel("transpose")?;
+    let side = tile_side(&transpose);
+    let shared = (side * (side + 1)) as usize * std::mem::size_of::<f32>();
     // SAFETY: each thread reads in[y * width + x] for x < width, y < height
     // and writes out[oy * height + ox] for ox < height, oy < width: both
     // buffers hold width * height elements; the tile is the shared memory
     // passed, and the barrier orders its writes before its reads.
     unsafe {
         stream.launch(
-            &module.kernel("transpose")?,
-            LaunchConfig::covering([width, height, 1], [TILE, TILE, 1], shared),
+            &transpose,
+            LaunchConfig::covering([width, height, 1], [side, side, 1], shared),
             &[(&input).into(), (&mut out).into(), width.into(), height.into()],
         )?;
     }

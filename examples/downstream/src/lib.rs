@@ -2,15 +2,19 @@
 //! (forwarded to hetero) and writes its computation once, generic over
 //! [`hetero::Device`].
 
-use hetero::{Context, Device, LaunchConfig, Result};
+use hetero::{BlockRequest, Context, Device, LaunchConfig, Result};
 
 /// Turns per-jet constituent counts into offsets of each jet's first
 /// constituent (an exclusive prefix sum), on any device, with hetero's
-/// portable scan kernel. Up to 4096 counts (one tile: 256 threads × 16).
+/// portable scan kernel, in one tile of up to 256 threads × 16 counts:
+/// 4096 counts where the kernel runs 256 threads, fewer where it runs fewer.
 pub fn offsets<D: Device>(ctx: &Context<D>, counts: &[u32]) -> Result<Vec<u32>> {
     let n = counts.len();
-    let threads = 256u32.min(ctx.info().max_threads_per_block);
+    let kernel = ctx.build_module(hetero::kernels::SCAN)?.kernel("scan_tiles")?;
     let items = 16u32;
+    // The tile (16 counts a thread, padded one word in 32) and two words of
+    // scratch per thread, in shared memory.
+    let threads = kernel.block_size(BlockRequest::new(256).shared_per_thread((items as usize + 3) * 4));
     let tile = (threads * items) as usize;
     if n > tile {
         return Err(hetero::Error::new(
@@ -21,7 +25,6 @@ pub fn offsets<D: Device>(ctx: &Context<D>, counts: &[u32]) -> Result<Vec<u32>> 
         ));
     }
     let stream = ctx.stream()?;
-    let kernel = ctx.build_module(hetero::kernels::SCAN)?.kernel("scan_tiles")?;
     let mut input = ctx.alloc::<u32>(n.max(1))?;
     let mut output = ctx.alloc::<u32>(n.max(1))?;
     let unused_offsets = ctx.alloc::<u32>(1)?;

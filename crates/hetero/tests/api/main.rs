@@ -6,6 +6,7 @@
 mod allocator;
 mod bad_input;
 mod completion;
+mod limits;
 mod semantics;
 mod user_kernels;
 
@@ -23,7 +24,7 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{allocator, bad_input, completion, context, semantics, user_kernels};
+            use super::{allocator, bad_input, completion, context, limits, semantics, user_kernels};
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -78,6 +79,8 @@ macro_rules! backend_tests {
             #[case::forgotten_gate_drops(semantics::drops_never_wait_for_a_forgotten_gate)]
             #[case::forgotten_gate_device_drop(semantics::device_drop_opens_forgotten_gates)]
             #[case::blocking_copy_shared_stream(semantics::enqueue_is_not_held_by_a_blocking_copy)]
+            #[case::kernel_limits(limits::kernels_run_at_the_block_size_their_limits_allow)]
+            #[case::events_before_synchronize(limits::events_before_a_synchronize_have_completed)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

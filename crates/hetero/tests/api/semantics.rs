@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use hetero::{Context, Device, DeviceRange, ErrorKind, Kernel, LaunchConfig, StreamFlags};
+use hetero::{BlockRequest, Context, Device, DeviceRange, ErrorKind, Kernel, LaunchConfig, StreamFlags};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -18,7 +18,8 @@ fn affine(ctx: &Context) -> Kernel {
 fn launch_affine(stream: &hetero::Stream, kernel: &Kernel, x: &mut hetero::DeviceBuffer<u32>, a: u32, b: u32) {
     let n = x.len() as u32;
     let xs = x.slice_mut(..).expect("whole buffer");
-    let config = LaunchConfig::linear(n.div_ceil(64).max(1), 64, 0);
+    let threads = kernel.block_size(BlockRequest::new(64));
+    let config = LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0);
     // SAFETY: affine_u32 touches x[0..n) and x holds n elements.
     unsafe { stream.launch(kernel, config, &[(&xs).into(), n.into(), a.into(), b.into()]) }.expect("launch");
 }
@@ -488,7 +489,7 @@ pub fn helpers_upload_download_zeros_and_whole_buffers(ctx: &Context) {
     let stream = ctx.stream().unwrap();
     let kernel = affine(ctx);
     let mut x = stream.upload(&[1u32, 2, 3, 4]).unwrap();
-    let config = hetero::LaunchConfig::covering([4, 1, 1], [64, 1, 1], 0);
+    let config = hetero::LaunchConfig::covering([4, 1, 1], [kernel.block_size(BlockRequest::new(64)), 1, 1], 0);
     assert_eq!(config.grid, [1, 1, 1]);
     // SAFETY: affine_u32(x, n, a, b) touches x[0..n), and x holds n elements.
     unsafe { stream.launch(&kernel, config, &[(&mut x).into(), 4u32.into(), 3u32.into(), 1u32.into()]).unwrap() };
@@ -566,7 +567,7 @@ pub fn threads_launching_one_kernel_keep_their_arguments(ctx: &Context) {
                         stream
                             .launch(
                                 kernel,
-                                LaunchConfig::linear(n.div_ceil(64), 64, 0),
+                                LaunchConfig::covering([n, 1, 1], [kernel.block_size(BlockRequest::new(64)), 1, 1], 0),
                                 &[(&xs).into(), n.into(), 1u32.into(), (t + 1).into()],
                             )
                             .unwrap();

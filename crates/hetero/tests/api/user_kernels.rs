@@ -100,17 +100,10 @@ pub fn own_kernels_run_everywhere(ctx: &Context) {
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
     let x_dev = stream.upload(&x).unwrap();
     let mut y = stream.upload(&vec![1.0f32; n as usize]).unwrap();
-    let config = LaunchConfig::covering([n, 1, 1], [128, 1, 1], 0);
+    let kernel = module.kernel("saxpy").unwrap();
+    let config = LaunchConfig::covering([n, 1, 1], [kernel.block_size(hetero::BlockRequest::new(128)), 1, 1], 0);
     // SAFETY: each thread i < n reads x[i] and updates y[i], both n long.
-    unsafe {
-        stream
-            .launch(
-                &module.kernel("saxpy").unwrap(),
-                config,
-                &[2.0f32.into(), (&x_dev).into(), (&mut y).into(), n.into()],
-            )
-            .unwrap()
-    };
+    unsafe { stream.launch(&kernel, config, &[2.0f32.into(), (&x_dev).into(), (&mut y).into(), n.into()]).unwrap() };
     let got = stream.download(&y).unwrap();
     for (i, v) in got.iter().enumerate() {
         assert!((v - (2.0 * x[i] + 1.0)).abs() <= 1e-5 * v.abs(), "saxpy element {i}: {v}");
@@ -302,7 +295,8 @@ fn launch_saxpy(
     // SAFETY: saxpy's host implementations are bounds-checked (a fault is
     // what the tests that use this want); x and y hold 64 elements.
     unsafe {
-        stream.launch(kernel, LaunchConfig::linear(1, 64, 0), &[1.0f32.into(), x.into(), y.into(), 64u32.into()])
+        let config = LaunchConfig::covering([64, 1, 1], [kernel.block_size(hetero::BlockRequest::new(64)), 1, 1], 0);
+        stream.launch(kernel, config, &[1.0f32.into(), x.into(), y.into(), 64u32.into()])
     }
     .unwrap();
 }
@@ -383,10 +377,25 @@ pub fn nested_struct_arguments_checked(ctx: &Context) {
     }
     let q = Nested { inner: Params { scale: 1.5, offset: 10, big: 2 << 32 }, k: 100, _pad: 0 };
     // SAFETY: sk writes x[0] and x[1] of a 2-element buffer; the values match the source's structs.
-    unsafe { stream.launch(&kernel, config, &[(&mut x).into(), hetero::Arg::value(&q), hetero::Arg::value(&p)]) }
-        .unwrap();
+    let launched =
+        unsafe { stream.launch(&kernel, config, &[(&mut x).into(), hetero::Arg::value(&q), hetero::Arg::value(&p)]) };
+    if let Err(e) = &launched
+        && ctx.info().platform.starts_with("rusticl")
+        && e.code == Some(-51)
+    {
+        println!("skipped: {RUSTICL_STRUCT_PADDING}: {e}");
+        return;
+    }
+    launched.unwrap();
     assert_eq!(stream.download(&x).unwrap(), [112, 9]);
 }
+
+/// Rusticl's defect that the last launch of `nested_struct_arguments_checked` meets.
+const RUSTICL_STRUCT_PADDING: &str = "rusticl (Mesa 22.3, Debian 12's mesa-opencl-icd 22.3.6) refuses a struct argument \
+    whose size includes tail padding: for `typedef struct { float scale; uint offset; ulong big; } P; typedef struct \
+    { P inner; uint k; } Nested; __kernel void sk(__global uint* x, Nested q, P p)`, where the kernel's sizeof(Nested) \
+    is 24 and alignof 8, clSetKernelArg(sk, 1, size, value) returns CL_INVALID_ARG_SIZE for every size but 20 \
+    (PoCL takes 24); hetero passes the 24 bytes the type has";
 
 /// Regression: a pinned buffer that a faulted stream only read (a copy to
 /// the device before the fault, one skipped after it) refused every later

@@ -94,7 +94,7 @@ impl OpenClDevice {
         let mapper = Arc::new(stream::create(&context, false)?);
         Ok(Self {
             mapper,
-            queues: Queues::new(),
+            queues: Queues::new(info.platform.starts_with("rusticl")),
             max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -176,6 +176,7 @@ impl OpenClDevice {
         if dst.len == 0 {
             return Ok(());
         }
+        let (blocking, waited) = self.blocking(blocking);
         // SAFETY: the range lies in mem (checked); the caller keeps src valid
         // until completion; the wait list is valid for the call.
         let command = &mut |n, list| unsafe {
@@ -190,7 +191,17 @@ impl OpenClDevice {
                 list,
             )
         };
-        queue.submit("clEnqueueWriteBuffer", blocking == CL_BLOCKING, command)
+        queue.submit("clEnqueueWriteBuffer", blocking == CL_BLOCKING, waited, command)
+    }
+
+    /// The blocking flag to enqueue a read or write with, and whether it is
+    /// then to be waited for instead ([`Queues::wait_instead_of_blocking`]).
+    fn blocking(&self, blocking: cl_bool) -> (cl_bool, bool) {
+        if blocking == CL_BLOCKING && self.queues.wait_instead_of_blocking() {
+            (CL_NON_BLOCKING, true)
+        } else {
+            (blocking, false)
+        }
     }
 
     /// Enqueues a read of `src` into host memory at `dst`, blocking or not.
@@ -210,12 +221,13 @@ impl OpenClDevice {
         if src.len == 0 {
             return Ok(());
         }
+        let (blocking, waited) = self.blocking(blocking);
         // SAFETY: the range lies in mem (checked); the caller keeps dst valid
         // until completion; the wait list is valid for the call.
         let command = &mut |n, list| unsafe {
             enqueue_read_buffer(queue.queue.get(), mem.mem, blocking, src.offset, src.len, dst.cast(), n, list)
         };
-        queue.submit("clEnqueueReadBuffer", blocking == CL_BLOCKING, command)
+        queue.submit("clEnqueueReadBuffer", blocking == CL_BLOCKING, waited, command)
     }
 
     /// Ends a blocking copy. After a successful one, every earlier command
@@ -409,10 +421,7 @@ impl Device for OpenClDevice {
     }
 
     unsafe fn query_event(&self, event: EventId) -> Result<bool> {
-        match self.events.get("query_event", event.0)?.current()? {
-            Some(ev) => is_complete(&ev, "query_event"),
-            None => Ok(true),
-        }
+        self.events.get("query_event", event.0)?.completed("query_event")
     }
 
     unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
@@ -441,18 +450,12 @@ impl Device for OpenClDevice {
             }
             slot.recording()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))
         };
-        let ((first, first_queue), (last, last_queue)) = (recording(start)?, recording(end)?);
-        let (first_done, last_done) = (is_complete(&first, "elapsed_ms")?, is_complete(&last, "elapsed_ms")?);
-        // An in-order queue has run every command before a completed one,
-        // but rusticl (Mesa 22.3) may report an earlier command of the
-        // queue as still running for a moment after a later one completed
-        // (`a_start_recorded_before_a_completed_end_is_complete`): such a
-        // start is waited for, which returns at once.
-        let same_queue = matches!((&first_queue, &last_queue), (Some(a), Some(b)) if Arc::ptr_eq(a, b));
-        if !first_done && last_done && same_queue {
-            first.wait().map_err(from_cl("clWaitForEvents"))?;
-        } else if !(first_done && last_done) {
-            return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
+        let ((first, _), (last, _)) = (recording(start)?, recording(end)?);
+        // Completion as the queues' order implies it (ClEvent::completed).
+        for id in [start, end] {
+            if !self.events.get("elapsed_ms", id.0)?.completed("elapsed_ms")? {
+                return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
+            }
         }
         let time = |ev: &opencl3::event::Event| -> Result<u64> {
             let begun = ev.profiling_command_start().map_err(from_cl("clGetEventProfilingInfo"))?;

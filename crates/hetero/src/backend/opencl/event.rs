@@ -63,6 +63,27 @@ impl ClEvent {
     }
 }
 
+impl ClEvent {
+    /// Whether the latest recording has completed: its event says so, or
+    /// a later command of its in-order queue has completed
+    /// ([`ClStream::drained`]), in which case the event is waited for,
+    /// which returns at once and brings the driver's status up to date. An
+    /// event never recorded has completed.
+    pub(super) fn completed(&self, call: &'static str) -> Result<bool> {
+        let Some((event, source)) = self.recording()? else { return Ok(true) };
+        if is_complete(&event, call)? {
+            return Ok(true);
+        }
+        match source {
+            Some(queue) if queue.drained()? => {
+                event.wait().map_err(super::error::from_cl("clWaitForEvents"))?;
+                is_complete(&event, call)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
 /// `true` when `event` has completed; its error status when it failed.
 pub(super) fn is_complete(event: &Event, call: &'static str) -> Result<bool> {
     let status = event.command_execution_status().map_err(super::error::from_cl(call))?;

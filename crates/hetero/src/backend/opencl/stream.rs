@@ -75,11 +75,28 @@ pub(super) struct Queues {
     streams: Mutex<Vec<Weak<ClStream>>>,
     /// When the next sweep is due, in nanoseconds since `epoch`.
     next_sweep: AtomicU64,
+    /// Blocking commands are enqueued without blocking and then waited
+    /// for: on rusticl (Mesa 22.3) a blocking read or write holds its
+    /// queue, so another thread's enqueue on it waits until the read or
+    /// write has run (`enqueue_is_not_held_by_a_blocking_copy`).
+    wait_instead_of_blocking: bool,
 }
 
 impl Queues {
-    pub(super) fn new() -> Arc<Self> {
-        Arc::new(Self { epoch: Instant::now(), streams: Mutex::new(Vec::new()), next_sweep: AtomicU64::new(0) })
+    /// The queues of a device; see [`Queues::wait_instead_of_blocking`].
+    pub(super) fn new(wait_instead_of_blocking: bool) -> Arc<Self> {
+        Arc::new(Self {
+            epoch: Instant::now(),
+            streams: Mutex::new(Vec::new()),
+            next_sweep: AtomicU64::new(0),
+            wait_instead_of_blocking,
+        })
+    }
+
+    /// Whether a blocking read or write is to be enqueued without blocking
+    /// and then waited for ([`ClStream::submit`]).
+    pub(super) fn wait_instead_of_blocking(&self) -> bool {
+        self.wait_instead_of_blocking
     }
 
     /// Nanoseconds since `epoch`, at least 1 (0 means "none" in [`ClStream::oldest`]).
@@ -188,14 +205,25 @@ impl ClStream {
     /// one runs outside the lock, after the pending waits and a flush of
     /// every queue of the device, and is not remembered: when it returns,
     /// it and every earlier command have completed, so the remembered last
-    /// command has too, or is later.
-    pub(super) fn submit(&self, call: &'static str, blocking: bool, command: Command<'_>) -> Result<()> {
-        if !blocking {
+    /// command has too, or is later. With `waited`, the command was made
+    /// without blocking ([`Queues::wait_instead_of_blocking`]) and is
+    /// waited for here, so that it has completed on return all the same.
+    pub(super) fn submit(&self, call: &'static str, blocking: bool, waited: bool, command: Command<'_>) -> Result<()> {
+        if !blocking && !waited {
             return self.enqueue(call, command);
         }
         self.settle(&mut self.lock())?;
         self.queues.flush_all();
-        owned(call, command(0, std::ptr::null())).map(drop)
+        let event = owned(call, command(0, std::ptr::null()))?;
+        // The caller's host memory must not be touched after the return:
+        // wait until the command has completed, or failed (its status then
+        // names the error), whatever a wait reports.
+        while waited && !is_complete(&event, call)? {
+            if event.wait().is_err() {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+        }
+        Ok(())
     }
 
     /// Makes the queue's next command wait for `event` (of another queue,
@@ -334,6 +362,19 @@ impl ClStream {
         }
     }
 
+    /// Whether the last command enqueued has completed: then, the queue
+    /// being in order, so has every command before it, whatever their
+    /// events say. Rusticl (Mesa 22.3) reports an earlier command of a
+    /// queue as still running for a while after a later one completed,
+    /// even after `clFinish` returned.
+    pub(super) fn drained(&self) -> Result<bool> {
+        let last = self.lock().event.as_ref().map(|(event, _)| Arc::clone(event));
+        match last {
+            Some(event) => is_complete(&event, "clGetEventInfo"),
+            None => Ok(true),
+        }
+    }
+
     /// Blocks until every command enqueued before the call has completed,
     /// after flushing every queue of the device.
     ///
@@ -410,7 +451,7 @@ mod tests {
     #[test]
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
         let Some(device) = device() else { return };
-        let queues = Queues::new();
+        let queues = Queues::new(false);
         let make = || ClStream::new(&device.context, false, &queues).expect("an OpenCL queue");
         let (copy, compute) = (make(), make());
 
