@@ -40,7 +40,8 @@ fn main() -> hetero::Result<()> {
     {
         let xs = x.slice_mut(..)?;
         // SAFETY: affine_u32(x, n, a, b) touches x[0..n), and x holds n elements.
-        unsafe { stream.launch(&kernel, LaunchConfig::linear(1, 64, 0), &[(&xs).into(), 3u32.into(), 2u32.into(), 1u32.into()])? };
+        let config = LaunchConfig::covering([3, 1, 1], [kernel.block_size(hetero::BlockRequest::new(64)), 1, 1], 0);
+        unsafe { stream.launch(&kernel, config, &[(&xs).into(), 3u32.into(), 2u32.into(), 1u32.into()])? };
     }
     let mut out = [0u32; 3];
     stream.copy_to_host(&x, &mut out)?;

@@ -200,3 +200,42 @@ impl Report {
         results.peek().is_some() && results.all(|r| r.passed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Report;
+
+    /// A run timed with the host's clock says so in every report format
+    /// (rusticl's timer printed `inf GB/s` and 0.000 ms for every result).
+    #[test]
+    fn every_format_says_when_device_timing_is_unavailable() {
+        let json = r#"{
+            "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "small", "unavailable": [],
+            "runs": [{
+                "backend": "opencl",
+                "device": { "name": "llvmpipe", "vendor": "Mesa", "platform": "rusticl", "ordinal": 0,
+                            "total_memory_bytes": 1, "compute_units": 2, "warp_size": 1 },
+                "d2d_gbps": 11.0,
+                "device_timing_unavailable": "the device timer gave zero or negative intervals",
+                "results": [{ "workload": "reduce", "variant": "two-pass-256", "size": "small", "passed": true,
+                              "error": 0.0, "tolerance": 1.0, "device_ms": 9.0,
+                              "metrics": { "gbps": 0.5, "host_wall_clock": 1.0, "block": 32.0 } }]
+            }]
+        }"#;
+        let report: Report = serde_json::from_str(json).unwrap();
+        let note = "device timing unavailable on llvmpipe (opencl): the device timer gave zero or negative intervals";
+        let html = crate::html::render(&report);
+        let junit = crate::junit::render(&report).unwrap();
+        for (format, text) in [
+            ("table", crate::table::render(&report)),
+            ("markdown", crate::markdown::render(&report)),
+            ("html", html),
+            ("junit", junit.clone()),
+        ] {
+            assert!(text.contains(note), "{format}: {text}");
+            assert!(!text.contains(" inf") && !text.contains("NaN"), "{format}: {text}");
+        }
+        assert!(junit.contains("host wall-clock time 9.000 ms"), "{junit}");
+        assert!(crate::table::render(&report).contains("(read + write, host clock)"));
+    }
+}

@@ -423,7 +423,20 @@ fn snapshot_interval_beyond_the_steps_exits_2() {
 fn missing_device_index_names_each_backend() {
     let out = conform(&["--device", "99", "--workload", "scan"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("host has 1 device(s); --device 99 does not exist"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--device 99: host has no device 99; its devices are 0: "), "{}", stderr(&out));
+}
+
+/// A device chosen by a piece of its name or platform runs; one that
+/// matches nothing exits 2 listing the devices there are.
+#[test]
+fn devices_are_chosen_by_name() {
+    let out = conform(&["--backend", "host", "--device", "HETERO HOST", "--workload", "reduce"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = conform(&["--backend", "host", "--device", "no such device", "--workload", "reduce"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert!(message.contains("no device whose name or platform contains \"no such device\""), "{message}");
+    assert!(message.contains("its devices are 0: "), "{message}");
 }
 
 /// A wave grid that does not fit in memory exits 2 with the numbers (a

@@ -13,7 +13,7 @@
 //!    compiled-in backends at run time; [`devices`] lists what is usable.
 //!
 //! ```
-//! use hetero::{Context, LaunchConfig, backend::host::HostDevice};
+//! use hetero::{BlockRequest, Context, LaunchConfig, backend::host::HostDevice};
 //!
 //! # fn main() -> hetero::Result<()> {
 //! let ctx = Context::new(HostDevice::new());
@@ -26,7 +26,9 @@
 //! {
 //!     let xs = x.slice_mut(..)?;
 //!     // SAFETY: affine_u32(x, n, a, b) touches x[0..n), and x holds n elements.
-//!     unsafe { stream.launch(&affine, LaunchConfig::linear(1, 64, 0), &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()])? };
+//!     // Up to 64 threads a block: as many as this kernel runs on the device.
+//!     let config = LaunchConfig::covering([n, 1, 1], [affine.block_size(BlockRequest::new(64)), 1, 1], 0);
+//!     unsafe { stream.launch(&affine, config, &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()])? };
 //! }
 //! let mut out = [0u32; 4];
 //! stream.copy_to_host(&x, &mut out)?;
