@@ -476,6 +476,27 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.check(unsafe { self.runtime.copy_d2h(dst, from, src.len, held.raw) })
     }
 
+    unsafe fn copy_d2h_sync(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
+        // A copy to pageable memory returns only once it has run, and while
+        // it waits for the stream's earlier work, CUDA's driver (and HIP on
+        // it) holds the stream against other threads' enqueues: a fill
+        // behind a gated download waited until the gate opened
+        // (`enqueue_is_not_held_by_a_blocking_copy`, H100). So the earlier
+        // work is waited for first, which holds nothing; work another thread
+        // enqueues between that wait and the copy can still hold it.
+        // SAFETY: the caller owns the stream.
+        if !unsafe { self.query_stream(stream) }? {
+            // SAFETY: as above.
+            unsafe { self.synchronize_stream(stream) }?;
+        }
+        // SAFETY: the caller's contract; the copy is complete (or can never
+        // run) once the stream is synchronised.
+        unsafe {
+            self.copy_d2h(src, dst, stream)?;
+            self.synchronize_stream(stream)
+        }
+    }
+
     unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.enter()?;
         check_copy_ranges(R::BACKEND, src, dst)?;
