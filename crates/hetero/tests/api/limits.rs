@@ -1,7 +1,16 @@
 //! Kernel limits, block sizes from them, and event status as queue order
 //! implies it: what a device no one here wrote (Mesa's rusticl) needs.
 
-use hetero::{BlockRequest, Context, ErrorKind, LaunchConfig};
+use hetero::{BlockRequest, Context, DeviceBuffer, ErrorKind, Kernel, LaunchConfig, Stream};
+
+/// Enqueues x = a * x + b over all of `x` in blocks of `threads`.
+fn affine(stream: &Stream, kernel: &Kernel, x: &mut DeviceBuffer<u32>, threads: u32, a: u32, b: u32) {
+    let n = x.len() as u32;
+    let xs = x.slice_mut(..).unwrap();
+    let config = LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0);
+    // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
+    unsafe { stream.launch(kernel, config, &[(&xs).into(), n.into(), a.into(), b.into()]) }.unwrap();
+}
 
 /// Every kernel of the portable sources reports limits within its device's,
 /// and runs at the block size `Kernel::block_size` picks for the most
@@ -25,18 +34,7 @@ pub fn kernels_run_at_the_block_size_their_limits_allow(ctx: &Context) {
     assert!(most >= 1 && most <= limits.max_threads, "{most} for {limits:?}");
     let n = 3 * most + 1;
     let mut x = stream.alloc_zeros::<u32>(n as usize).unwrap();
-    {
-        let xs = x.slice_mut(..).unwrap();
-        // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
-        unsafe {
-            stream.launch(
-                &kernel,
-                LaunchConfig::covering([n, 1, 1], [most, 1, 1], 0),
-                &[(&xs).into(), n.into(), 1u32.into(), 7u32.into()],
-            )
-        }
-        .unwrap();
-    }
+    affine(&stream, &kernel, &mut x, most, 1, 7);
     assert!(stream.download(&x).unwrap().iter().all(|&v| v == 7));
     if limits.max_threads < info.max_threads_per_block && limits.max_threads < info.max_block_dims[0] {
         let over = LaunchConfig::linear(1, limits.max_threads + 1, 0);
@@ -65,16 +63,7 @@ pub fn events_before_a_synchronize_have_completed(ctx: &Context) {
         stream.fill(&mut x, 1).unwrap();
         for event in &events {
             stream.record(event).unwrap();
-            let xs = x.slice_mut(..).unwrap();
-            // SAFETY: affine_u32 touches x[0..n), and x holds n elements.
-            unsafe {
-                stream.launch(
-                    &kernel,
-                    LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0),
-                    &[(&xs).into(), n.into(), 3u32.into(), 1u32.into()],
-                )
-            }
-            .unwrap();
+            affine(&stream, &kernel, &mut x, threads, 3, 1);
         }
         stream.synchronize().unwrap();
         for (i, event) in events.iter().enumerate() {
