@@ -12,8 +12,6 @@ use std::time::Instant;
 
 use hetero::{Context, Stream};
 
-use crate::workloads::Failure;
-
 /// Where a device's times come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Clock {
@@ -104,12 +102,12 @@ pub fn judge(first: f64, second: f64, whole: f64, host_ms: f64) -> Option<String
 /// Times the work `body` enqueues on `stream` with `clock`: device events
 /// recorded before and after, or the host's clock from an idle stream to
 /// the end of the work. Milliseconds.
-pub fn timed<T>(
+pub fn timed<T, E: From<hetero::Error>>(
     clock: &Clock,
     ctx: &Context,
     stream: &Stream,
-    body: impl FnOnce() -> Result<T, Failure>,
-) -> Result<(T, f64), Failure> {
+    body: impl FnOnce() -> Result<T, E>,
+) -> Result<(T, f64), E> {
     match clock {
         Clock::Device => {
             let (start, stop) = (ctx.event()?, ctx.event()?);

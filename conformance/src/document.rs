@@ -1,9 +1,12 @@
 //! The report as a document: headings, text, tables and lists, built once
-//! from the report data ([`crate::markdown::document`]) and written as
-//! Markdown or as HTML. The HTML writer escapes every string it is given,
-//! so no report content (a device name, a note) can add markup.
+//! from the report model ([`document`]) and written as Markdown
+//! ([`crate::markdown`]) or as HTML ([`crate::html`]). The HTML writer
+//! escapes every string it is given, so no report content (a device name,
+//! a note) can add markup.
 
-use std::fmt::Write;
+use std::collections::BTreeMap;
+
+use crate::report::{Report, ResultRecord};
 
 /// One part of a document.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,134 +45,167 @@ impl Cell {
     }
 }
 
-/// A cell's text for a Markdown table (a `|` would end the cell).
-fn markdown_cell(text: &str) -> String {
-    text.replace('|', "\\|")
+fn cell(r: &ResultRecord) -> Cell {
+    let verdict = if r.passed { "pass" } else { "" };
+    let error = match (r.error, r.tolerance) {
+        (Some(e), Some(t)) => format!(" {e:.1e}/{t:.1e}"),
+        _ => String::new(),
+    };
+    let time = r.device_ms.map_or(String::new(), |ms| format!(", {ms:.3} ms"));
+    Cell { failed: !r.passed, text: format!("{verdict}{error}{time}").trim_start_matches([' ', ',']).to_string() }
 }
 
-/// The document as Markdown.
-pub fn to_markdown(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    for block in blocks {
-        match block {
-            Block::Title(t) => {
-                let _ = writeln!(out, "# {t}\n");
-            }
-            Block::Heading(h) => {
-                let _ = writeln!(out, "## {h}\n");
-            }
-            Block::Text(t) => {
-                let _ = writeln!(out, "{t}\n");
-            }
-            Block::Table { header, rows } => {
-                let header: Vec<String> = header.iter().map(|h| markdown_cell(h)).collect();
-                let _ = writeln!(out, "| {} |", header.join(" | "));
-                let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
-                for row in rows {
-                    let cells: Vec<String> = row
-                        .iter()
-                        .map(|c| match (c.failed, c.text.is_empty()) {
-                            (true, true) => "**FAIL**".to_string(),
-                            (true, false) => format!("**FAIL** {}", markdown_cell(&c.text)),
-                            (false, _) => markdown_cell(&c.text),
-                        })
-                        .collect();
-                    let _ = writeln!(out, "| {} |", cells.join(" | "));
-                }
-                out.push('\n');
-            }
-            Block::List(items) => {
-                for item in items {
-                    let _ = writeln!(out, "- {item}");
-                }
-                out.push('\n');
-            }
+/// The report as a document (what the Markdown and HTML pages show).
+pub fn document(report: &Report) -> Vec<Block> {
+    let mut doc = Vec::new();
+    let total: usize = report.runs.iter().map(|r| r.results.len()).sum();
+    let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
+    doc.push(Block::Title("hetero conformance".into()));
+    doc.push(Block::Text(format!(
+        "{}: {} of {total} checks passed (seed {}, schema {}).",
+        if report.passed() { "PASS" } else { "FAIL" },
+        total - failed,
+        report.seed,
+        report.schema_version
+    )));
+    // Rows in first-seen order; one column per run.
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut cells: BTreeMap<(usize, usize), Cell> = BTreeMap::new();
+    for (col, run) in report.runs.iter().enumerate() {
+        for r in &run.results {
+            let key = (r.workload.name().to_string(), r.variant.clone(), r.size.name().to_string());
+            let row = rows.iter().position(|k| *k == key).unwrap_or_else(|| {
+                rows.push(key);
+                rows.len() - 1
+            });
+            cells.insert((row, col), cell(r));
         }
     }
-    out
-}
-
-/// `text` with the characters that HTML gives meaning escaped.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+    let headers: Vec<String> = report.runs.iter().map(|r| format!("{} ({})", r.backend, r.device.name)).collect();
+    let key_header = ["workload", "variant", "size"].map(String::from);
+    doc.push(Block::Table {
+        header: key_header.iter().cloned().chain(headers.iter().cloned()).collect(),
+        rows: rows
+            .iter()
+            .enumerate()
+            .map(|(i, (workload, variant, size))| {
+                [workload, variant, size]
+                    .into_iter()
+                    .map(Cell::plain)
+                    .chain(
+                        (0..report.runs.len()).map(|c| cells.get(&(i, c)).cloned().unwrap_or_else(|| Cell::plain("-"))),
+                    )
+                    .collect()
+            })
+            .collect(),
+    });
+    let clock = if report.runs.iter().any(|r| r.device_timing_unavailable.is_some()) {
+        "device time (host wall-clock time where device timing is unavailable: see the notes)"
+    } else {
+        "device time"
+    };
+    doc.push(Block::Text(format!("Cells: result, error/tolerance against the float64 reference, {clock}.")));
+    doc.extend(comparison_table(report, &rows, &headers));
+    let mut overlap = Vec::new();
+    for run in &report.runs {
+        for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
+            let m = &r.metrics;
+            let num = |x: Option<f64>, unit: &str| x.map_or("-".to_string(), |v| format!("{v:.3}{unit}"));
+            overlap.push(
+                [
+                    format!("{} ({})", run.backend, run.device.name),
+                    format!("{} {}", r.workload.name(), r.variant),
+                    r.size.name().to_string(),
+                    num(m.get("sync_ms").copied(), ""),
+                    num(r.device_ms, ""),
+                    num(m.get("ideal_ms").copied(), ""),
+                    num(m.get("of_ideal").copied(), "x"),
+                    num(m.get("speedup_vs_sync").copied(), "x"),
+                    format!("{:.0}%", 100.0 * m.get("hidden_copy_fraction").copied().unwrap_or(f64::NAN)),
+                ]
+                .into_iter()
+                .map(Cell::plain)
+                .collect(),
+            );
         }
     }
-    out
+    if !overlap.is_empty() {
+        doc.push(Block::Heading("Copies overlapped under compute".into()));
+        doc.push(Block::Text("Ideal: the longer of the synchronous run's summed kernel and copy intervals (wave). Copy time hidden: share of the copy intervals that overlaps kernel intervals on the device timeline.".into()));
+        doc.push(Block::Table {
+            header: [
+                "run",
+                "workload / variant",
+                "size",
+                "sync ms",
+                "time ms",
+                "ideal ms",
+                "time / ideal",
+                "speed-up vs sync",
+                "copy time hidden",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: overlap,
+        });
+    }
+    let notes: Vec<String> = report
+        .runs
+        .iter()
+        .filter_map(crate::report::Run::timing_note)
+        .chain(report.runs.iter().flat_map(|run| {
+            run.results.iter().filter_map(move |r| {
+                r.note.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))
+            })
+        }))
+        .chain(report.unavailable.iter().map(|u| format!("skipped {}: {}", u.backend, u.reason)))
+        .collect();
+    if !notes.is_empty() {
+        doc.push(Block::Heading("Notes".into()));
+        doc.push(Block::List(notes));
+    }
+    doc
 }
 
-/// The document as HTML elements (for the body of a page).
-pub fn to_html(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    for block in blocks {
-        match block {
-            Block::Title(t) => {
-                let _ = writeln!(out, "<h1>{}</h1>", escape(t));
-            }
-            Block::Heading(h) => {
-                let _ = writeln!(out, "<h2>{}</h2>", escape(h));
-            }
-            Block::Text(t) => {
-                let _ = writeln!(out, "<p>{}</p>", escape(t));
-            }
-            Block::Table { header, rows } => {
-                out.push_str("<table><tr>");
-                for h in header {
-                    let _ = write!(out, "<th>{}</th>", escape(h));
-                }
-                out.push_str("</tr>\n");
-                for row in rows {
-                    out.push_str("<tr>");
-                    for c in row {
-                        let mark = if c.failed { "<b class=\"fail\">FAIL</b> " } else { "" };
-                        let _ = write!(out, "<td>{mark}{}</td>", escape(&c.text));
-                    }
-                    out.push_str("</tr>\n");
-                }
-                out.push_str("</table>\n");
-            }
-            Block::List(items) => {
-                out.push_str("<ul>");
-                for item in items {
-                    let _ = write!(out, "<li>{}</li>", escape(item));
-                }
-                out.push_str("</ul>\n");
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample(name: &str) -> Vec<Block> {
-        vec![
-            Block::Title("t".into()),
-            Block::Table {
-                header: vec!["run".into(), name.into()],
-                rows: vec![vec![Cell::plain(name), Cell { failed: true, text: "1.0e-3".into() }]],
-            },
-            Block::List(vec![name.into()]),
-        ]
-    }
-
-    /// Report content is text in either format, never markup.
-    #[test]
-    fn content_cannot_add_markup() {
-        let hostile = "<script>alert(1)</script> | a&b \"q\"";
-        let html = to_html(&sample(hostile));
-        assert!(!html.contains("<script>") && html.contains("&lt;script&gt;") && html.contains("a&amp;b"));
-        assert!(html.contains("<td><b class=\"fail\">FAIL</b> 1.0e-3</td>"));
-        let md = to_markdown(&sample(hostile));
-        assert!(md.contains("\\| a&b") && md.contains("| **FAIL** 1.0e-3 |"), "{md}");
-    }
+/// Each later run's outputs against the first run's (cross-backend comparison).
+fn comparison_table(report: &Report, rows: &[(String, String, String)], headers: &[String]) -> Vec<Block> {
+    let compared: Vec<usize> =
+        (0..report.runs.len()).filter(|&c| report.runs[c].results.iter().any(|r| r.comparison.is_some())).collect();
+    let Some(against) = compared
+        .first()
+        .and_then(|&c| report.runs[c].results.iter().find_map(|r| r.comparison.as_ref()))
+        .map(|c| c.against.clone())
+    else {
+        return Vec::new();
+    };
+    let num = |x: Option<f64>| x.map_or("inf".to_string(), |v| format!("{v:.1e}"));
+    let header = ["workload", "variant", "size"]
+        .into_iter()
+        .map(String::from)
+        .chain(compared.iter().map(|&c| headers[c].clone()))
+        .collect();
+    let table_rows = rows
+        .iter()
+        .map(|(workload, variant, size)| {
+            [workload, variant, size]
+                .into_iter()
+                .map(Cell::plain)
+                .chain(compared.iter().map(|&c| {
+                    Cell::plain(
+                        report.runs[c]
+                            .results
+                            .iter()
+                            .find(|r| r.workload.name() == workload && &r.variant == variant && r.size.name() == size)
+                            .and_then(|r| r.comparison.as_ref())
+                            .map_or("-".to_string(), |c| format!("{} / {}", num(c.max_abs), num(c.max_rel))),
+                    )
+                }))
+                .collect()
+        })
+        .collect();
+    vec![
+        Block::Heading(format!("Backends compared with {against}")),
+        Block::Text("Largest absolute / relative difference of each output.".into()),
+        Block::Table { header, rows: table_rows },
+    ]
 }

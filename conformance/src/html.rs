@@ -1,6 +1,6 @@
 //! `--html FILE`: one self-contained page (no scripts, no external files):
-//! the tables of the report document ([`crate::markdown::document`], the
-//! same the Markdown page shows, escaped by [`crate::document::to_html`]),
+//! the tables of the report document ([`crate::document::document`], the
+//! same the Markdown page shows, escaped by [`to_html`]),
 //! an SVG timeline per device run (intervals less than a pixel apart drawn
 //! as one) and wavefield snapshots as PNG images embedded in the page.
 
@@ -8,33 +8,67 @@ use std::fmt::Write;
 
 use base64::Engine;
 
-use crate::document::escape;
+use crate::document::{Block, document};
+use crate::image::Image;
 use crate::report::{Report, ResultRecord};
 use crate::timeline::{Interval, Kind};
 
-/// A small image of a field (row-major, `width x height`), e.g. a wavefield snapshot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Image {
-    /// Caption, e.g. `step 300`.
-    pub label: String,
-    /// Pixels per row.
-    pub width: usize,
-    /// Rows.
-    pub height: usize,
-    /// Values, row-major.
-    pub values: Vec<f32>,
+/// `text` with the characters that HTML gives meaning escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-impl Image {
-    /// `field` (`nx` by `ny`, row-major) sampled down to at most `side` pixels a side.
-    pub fn downsample(label: String, field: &[f32], nx: usize, ny: usize, side: usize) -> Self {
-        let (width, height) = (nx.min(side).max(1), ny.min(side).max(1));
-        let values = (0..height)
-            .flat_map(|y| (0..width).map(move |x| (x * nx / width, y * ny / height)))
-            .map(|(x, y)| field.get(y * nx + x).copied().unwrap_or(0.0))
-            .collect();
-        Self { label, width, height, values }
+/// The document as HTML elements (for the body of a page).
+pub fn to_html(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        match block {
+            Block::Title(t) => {
+                let _ = writeln!(out, "<h1>{}</h1>", escape(t));
+            }
+            Block::Heading(h) => {
+                let _ = writeln!(out, "<h2>{}</h2>", escape(h));
+            }
+            Block::Text(t) => {
+                let _ = writeln!(out, "<p>{}</p>", escape(t));
+            }
+            Block::Table { header, rows } => {
+                out.push_str("<table><tr>");
+                for h in header {
+                    let _ = write!(out, "<th>{}</th>", escape(h));
+                }
+                out.push_str("</tr>\n");
+                for row in rows {
+                    out.push_str("<tr>");
+                    for c in row {
+                        let mark = if c.failed { "<b class=\"fail\">FAIL</b> " } else { "" };
+                        let _ = write!(out, "<td>{mark}{}</td>", escape(&c.text));
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</table>\n");
+            }
+            Block::List(items) => {
+                out.push_str("<ul>");
+                for item in items {
+                    let _ = write!(out, "<li>{}</li>", escape(item));
+                }
+                out.push_str("</ul>\n");
+            }
+        }
     }
+    out
 }
 
 /// Blue-white-red for signed values scaled by `peak`.
@@ -230,7 +264,7 @@ pub fn render(report: &Report) -> String {
          figure{display:inline-block;margin:4px}figcaption{font-size:12px;text-align:center}\
          img,image{image-rendering:pixelated}</style></head><body>\n",
     );
-    page += &crate::document::to_html(&crate::markdown::document(report));
+    page += &to_html(&document(report));
     page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; the streams of one workload variant share a time scale.</p>\n";
     for run in &report.runs {
         if let Some(svg) = timeline_svg(&run.results) {
@@ -266,17 +300,6 @@ pub fn render(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn downsampling_keeps_corners_and_shape() {
-        let field: Vec<f32> = (0..100).map(|i| i as f32).collect();
-        let image = Image::downsample("x".into(), &field, 10, 10, 5);
-        assert_eq!((image.width, image.height, image.values.len()), (5, 5, 25));
-        assert_eq!(image.values[0], 0.0);
-        assert_eq!(image.values[24], 88.0);
-        let small = Image::downsample("y".into(), &field, 10, 10, 64);
-        assert_eq!(small.values, field);
-    }
 
     #[test]
     fn colours_are_signed() {

@@ -13,6 +13,7 @@ pub mod clock;
 pub mod document;
 pub mod dump;
 pub mod html;
+pub mod image;
 pub mod inputs;
 pub mod junit;
 pub mod library;
@@ -23,6 +24,7 @@ pub mod run;
 pub mod stress;
 pub mod table;
 pub mod timeline;
+pub mod trace;
 pub mod workloads;
 
 pub use run::{Baseline, Selection, run_device};

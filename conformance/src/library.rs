@@ -7,72 +7,10 @@
 //! the run's element count, so every ratio compares the same work on the
 //! same hardware.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use crate::report::Run;
+use crate::report::{LibraryTime, Measured, Ratio, Run, RunBaseline};
 use crate::workloads::{self, Size};
-
-/// A vendor library's figures, as the baseline file holds them.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Measured {
-    /// Device name as the library reports it.
-    pub device: String,
-    /// Elements of the one-dimensional workloads (and f32 of the copy).
-    pub elements: u64,
-    /// Untimed runs before the timed ones.
-    pub warmup: u32,
-    /// Timed runs; each figure is their median.
-    pub repeats: u32,
-    /// Library name → version.
-    #[serde(default)]
-    pub versions: BTreeMap<String, String>,
-    /// One entry per workload and library.
-    pub entries: Vec<LibraryTime>,
-}
-
-/// One library's time for one workload.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LibraryTime {
-    /// `copy` (device to device), `reduce` or `scan`.
-    pub workload: String,
-    /// The call, e.g. `torch.sum` or `cupy.cumsum int32`.
-    pub library: String,
-    /// Median device milliseconds.
-    pub ms: f64,
-    /// Bytes that must move over `ms`, in GB/s.
-    pub gbps: f64,
-}
-
-/// The `baseline` section of a run: the library's figures and the ratios.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct RunBaseline {
-    /// The figures the ratios are taken against.
-    #[serde(flatten)]
-    pub measured: Measured,
-    /// hetero's time over the library's, per result and library.
-    pub ratios: Vec<Ratio>,
-}
-
-/// hetero against one library on one workload variant.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Ratio {
-    /// Workload (`copy` for the device-to-device copy).
-    pub workload: String,
-    /// hetero's variant (`d2d` for the copy).
-    pub variant: String,
-    /// The library call.
-    pub library: String,
-    /// hetero's median device milliseconds (for the copy: `elements` f32 at
-    /// the run's measured copy bandwidth).
-    pub hetero_ms: f64,
-    /// The library's median device milliseconds.
-    pub library_ms: f64,
-    /// `hetero_ms / library_ms`: below 1, hetero is faster.
-    pub ratio: f64,
-}
 
 /// Reads a baseline file for a run at `size`; the message says what to fix.
 pub fn load(path: &Path, size: Size) -> Result<Measured, String> {
@@ -144,6 +82,8 @@ fn ratio(entry: &LibraryTime, variant: &str, hetero_ms: f64) -> Ratio {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
     use crate::report::{DeviceReport, ResultRecord};
     use crate::workloads::Workload;
 

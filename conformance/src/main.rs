@@ -259,7 +259,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         file.commit(xml.as_bytes()).map_err(CannotRun)?;
     }
     if let Some(file) = trace_file {
-        file.commit(conformance::timeline::chrome_trace(&report).to_string().as_bytes()).map_err(CannotRun)?;
+        file.commit(conformance::trace::chrome_trace(&report).to_string().as_bytes()).map_err(CannotRun)?;
     }
     if let Some(file) = html_file {
         file.commit(conformance::html::render(&report).as_bytes()).map_err(CannotRun)?;

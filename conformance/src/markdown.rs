@@ -1,201 +1,61 @@
-//! `--markdown FILE` and merged reports: one comparison table with a row
-//! per workload, variant and size and a column per device run, so runs of
+//! `--markdown FILE` and merged reports: the report document
+//! ([`crate::document`]) as Markdown, one comparison table with a row per
+//! workload, variant and size and a column per device run, so runs of
 //! different backends and nodes read side by side.
 
-use std::collections::BTreeMap;
+use std::fmt::Write;
 
-use crate::document::{Block, Cell, to_markdown};
-use crate::report::{Report, ResultRecord};
-
-fn cell(r: &ResultRecord) -> Cell {
-    let verdict = if r.passed { "pass" } else { "" };
-    let error = match (r.error, r.tolerance) {
-        (Some(e), Some(t)) => format!(" {e:.1e}/{t:.1e}"),
-        _ => String::new(),
-    };
-    let time = r.device_ms.map_or(String::new(), |ms| format!(", {ms:.3} ms"));
-    Cell { failed: !r.passed, text: format!("{verdict}{error}{time}").trim_start_matches([' ', ',']).to_string() }
-}
+use crate::document::{Block, document};
+use crate::report::Report;
 
 /// The Markdown page of `report`: summary, comparison table, overlap figures, notes.
 pub fn render(report: &Report) -> String {
     to_markdown(&document(report))
 }
 
-/// The report as a document (what the Markdown and HTML pages show).
-pub fn document(report: &Report) -> Vec<Block> {
-    let mut doc = Vec::new();
-    let total: usize = report.runs.iter().map(|r| r.results.len()).sum();
-    let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
-    doc.push(Block::Title("hetero conformance".into()));
-    doc.push(Block::Text(format!(
-        "{}: {} of {total} checks passed (seed {}, schema {}).",
-        if report.passed() { "PASS" } else { "FAIL" },
-        total - failed,
-        report.seed,
-        report.schema_version
-    )));
-    // Rows in first-seen order; one column per run.
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-    let mut cells: BTreeMap<(usize, usize), Cell> = BTreeMap::new();
-    for (col, run) in report.runs.iter().enumerate() {
-        for r in &run.results {
-            let key = (r.workload.name().to_string(), r.variant.clone(), r.size.name().to_string());
-            let row = rows.iter().position(|k| *k == key).unwrap_or_else(|| {
-                rows.push(key);
-                rows.len() - 1
-            });
-            cells.insert((row, col), cell(r));
-        }
-    }
-    let headers: Vec<String> = report.runs.iter().map(|r| format!("{} ({})", r.backend, r.device.name)).collect();
-    let key_header = ["workload", "variant", "size"].map(String::from);
-    doc.push(Block::Table {
-        header: key_header.iter().cloned().chain(headers.iter().cloned()).collect(),
-        rows: rows
-            .iter()
-            .enumerate()
-            .map(|(i, (workload, variant, size))| {
-                [workload, variant, size]
-                    .into_iter()
-                    .map(Cell::plain)
-                    .chain(
-                        (0..report.runs.len()).map(|c| cells.get(&(i, c)).cloned().unwrap_or_else(|| Cell::plain("-"))),
-                    )
-                    .collect()
-            })
-            .collect(),
-    });
-    let clock = if report.runs.iter().any(|r| r.device_timing_unavailable.is_some()) {
-        "device time (host wall-clock time where device timing is unavailable: see the notes)"
-    } else {
-        "device time"
-    };
-    doc.push(Block::Text(format!("Cells: result, error/tolerance against the float64 reference, {clock}.")));
-    doc.extend(comparison_table(report, &rows, &headers));
-    let mut overlap = Vec::new();
-    for run in &report.runs {
-        for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
-            let m = &r.metrics;
-            let num = |x: Option<f64>, unit: &str| x.map_or("-".to_string(), |v| format!("{v:.3}{unit}"));
-            overlap.push(
-                [
-                    format!("{} ({})", run.backend, run.device.name),
-                    format!("{} {}", r.workload.name(), r.variant),
-                    r.size.name().to_string(),
-                    num(m.get("sync_ms").copied(), ""),
-                    num(r.device_ms, ""),
-                    num(m.get("ideal_ms").copied(), ""),
-                    num(m.get("of_ideal").copied(), "x"),
-                    num(m.get("speedup_vs_sync").copied(), "x"),
-                    format!("{:.0}%", 100.0 * m.get("hidden_copy_fraction").copied().unwrap_or(f64::NAN)),
-                ]
-                .into_iter()
-                .map(Cell::plain)
-                .collect(),
-            );
-        }
-    }
-    if !overlap.is_empty() {
-        doc.push(Block::Heading("Copies overlapped under compute".into()));
-        doc.push(Block::Text("Ideal: the longer of the synchronous run's summed kernel and copy intervals (wave). Copy time hidden: share of the copy intervals that overlaps kernel intervals on the device timeline.".into()));
-        doc.push(Block::Table {
-            header: [
-                "run",
-                "workload / variant",
-                "size",
-                "sync ms",
-                "time ms",
-                "ideal ms",
-                "time / ideal",
-                "speed-up vs sync",
-                "copy time hidden",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: overlap,
-        });
-    }
-    let notes: Vec<String> = report
-        .runs
-        .iter()
-        .filter_map(crate::report::Run::timing_note)
-        .chain(report.runs.iter().flat_map(|run| {
-            run.results.iter().filter_map(move |r| {
-                r.note.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))
-            })
-        }))
-        .chain(report.unavailable.iter().map(|u| format!("skipped {}: {}", u.backend, u.reason)))
-        .collect();
-    if !notes.is_empty() {
-        doc.push(Block::Heading("Notes".into()));
-        doc.push(Block::List(notes));
-    }
-    doc
+/// A cell's text for a Markdown table (a `|` would end the cell).
+fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }
 
-/// Each later run's outputs against the first run's (cross-backend comparison).
-fn comparison_table(report: &Report, rows: &[(String, String, String)], headers: &[String]) -> Vec<Block> {
-    let compared: Vec<usize> =
-        (0..report.runs.len()).filter(|&c| report.runs[c].results.iter().any(|r| r.comparison.is_some())).collect();
-    let Some(against) = compared
-        .first()
-        .and_then(|&c| report.runs[c].results.iter().find_map(|r| r.comparison.as_ref()))
-        .map(|c| c.against.clone())
-    else {
-        return Vec::new();
-    };
-    let num = |x: Option<f64>| x.map_or("inf".to_string(), |v| format!("{v:.1e}"));
-    let header = ["workload", "variant", "size"]
-        .into_iter()
-        .map(String::from)
-        .chain(compared.iter().map(|&c| headers[c].clone()))
-        .collect();
-    let table_rows = rows
-        .iter()
-        .map(|(workload, variant, size)| {
-            [workload, variant, size]
-                .into_iter()
-                .map(Cell::plain)
-                .chain(compared.iter().map(|&c| {
-                    Cell::plain(
-                        report.runs[c]
-                            .results
-                            .iter()
-                            .find(|r| r.workload.name() == workload && &r.variant == variant && r.size.name() == size)
-                            .and_then(|r| r.comparison.as_ref())
-                            .map_or("-".to_string(), |c| format!("{} / {}", num(c.max_abs), num(c.max_rel))),
-                    )
-                }))
-                .collect()
-        })
-        .collect();
-    vec![
-        Block::Heading(format!("Backends compared with {against}")),
-        Block::Text("Largest absolute / relative difference of each output.".into()),
-        Block::Table { header, rows: table_rows },
-    ]
-}
-
-/// Combines reports of one schema version into one, runs side by side.
-pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
-    let mut iter = reports.into_iter();
-    let mut merged = iter.next().ok_or("no report to merge")?;
-    for report in iter {
-        if report.schema_version != merged.schema_version {
-            return Err(format!(
-                "cannot merge schema version {} into {}: rerun conform with one hetero version",
-                report.schema_version, merged.schema_version
-            ));
+/// The document as Markdown.
+pub fn to_markdown(blocks: &[Block]) -> String {
+    let mut out = String::new();
+    for block in blocks {
+        match block {
+            Block::Title(t) => {
+                let _ = writeln!(out, "# {t}\n");
+            }
+            Block::Heading(h) => {
+                let _ = writeln!(out, "## {h}\n");
+            }
+            Block::Text(t) => {
+                let _ = writeln!(out, "{t}\n");
+            }
+            Block::Table { header, rows } => {
+                let header: Vec<String> = header.iter().map(|h| markdown_cell(h)).collect();
+                let _ = writeln!(out, "| {} |", header.join(" | "));
+                let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+                for row in rows {
+                    let cells: Vec<String> = row
+                        .iter()
+                        .map(|c| match (c.failed, c.text.is_empty()) {
+                            (true, true) => "**FAIL**".to_string(),
+                            (true, false) => format!("**FAIL** {}", markdown_cell(&c.text)),
+                            (false, _) => markdown_cell(&c.text),
+                        })
+                        .collect();
+                    let _ = writeln!(out, "| {} |", cells.join(" | "));
+                }
+                out.push('\n');
+            }
+            Block::List(items) => {
+                for item in items {
+                    let _ = writeln!(out, "- {item}");
+                }
+                out.push('\n');
+            }
         }
-        if report.seed != merged.seed {
-            merged.unavailable.push(crate::report::Unavailable {
-                backend: "-".to_string(),
-                reason: format!("reports used different seeds ({} and {}): inputs differ", merged.seed, report.seed),
-            });
-        }
-        merged.runs.extend(report.runs);
-        merged.unavailable.extend(report.unavailable);
     }
-    Ok(merged)
+    out
 }

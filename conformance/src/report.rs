@@ -45,7 +45,7 @@ pub struct Run {
     /// A vendor library's times on the same device and hetero's ratio to
     /// them (`conform --baseline`); absent without one or on another device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<crate::library::RunBaseline>,
+    pub baseline: Option<RunBaseline>,
     /// One entry per workload variant.
     pub results: Vec<ResultRecord>,
 }
@@ -115,7 +115,7 @@ pub struct ResultRecord {
     pub intervals: Vec<crate::timeline::Interval>,
     /// Pictures of the output (written to `--html`, not to the report).
     #[serde(skip)]
-    pub images: Vec<crate::html::Image>,
+    pub images: Vec<crate::image::Image>,
 }
 
 /// How far one backend's output is from another's.
@@ -180,6 +180,68 @@ pub struct Unavailable {
     pub reason: String,
 }
 
+// The `baseline` section: a vendor library's times on the same device
+// (read and compared in `crate::library`).
+
+/// A vendor library's figures, as the baseline file holds them.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Measured {
+    /// Device name as the library reports it.
+    pub device: String,
+    /// Elements of the one-dimensional workloads (and f32 of the copy).
+    pub elements: u64,
+    /// Untimed runs before the timed ones.
+    pub warmup: u32,
+    /// Timed runs; each figure is their median.
+    pub repeats: u32,
+    /// Library name → version.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
+    /// One entry per workload and library.
+    pub entries: Vec<LibraryTime>,
+}
+
+/// One library's time for one workload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LibraryTime {
+    /// `copy` (device to device), `reduce` or `scan`.
+    pub workload: String,
+    /// The call, e.g. `torch.sum` or `cupy.cumsum int32`.
+    pub library: String,
+    /// Median device milliseconds.
+    pub ms: f64,
+    /// Bytes that must move over `ms`, in GB/s.
+    pub gbps: f64,
+}
+
+/// The `baseline` section of a run: the library's figures and the ratios.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunBaseline {
+    /// The figures the ratios are taken against.
+    #[serde(flatten)]
+    pub measured: Measured,
+    /// hetero's time over the library's, per result and library.
+    pub ratios: Vec<Ratio>,
+}
+
+/// hetero against one library on one workload variant.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Ratio {
+    /// Workload (`copy` for the device-to-device copy).
+    pub workload: String,
+    /// hetero's variant (`d2d` for the copy).
+    pub variant: String,
+    /// The library call.
+    pub library: String,
+    /// hetero's median device milliseconds (for the copy: `elements` f32 at
+    /// the run's measured copy bandwidth).
+    pub hetero_ms: f64,
+    /// The library's median device milliseconds.
+    pub library_ms: f64,
+    /// `hetero_ms / library_ms`: below 1, hetero is faster.
+    pub ratio: f64,
+}
+
 impl Run {
     /// `device timing unavailable on <device>: <why>; ...` when the run was
     /// timed with the host's clock: what every report format says about it.
@@ -201,41 +263,25 @@ impl Report {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Report;
-
-    /// A run timed with the host's clock says so in every report format
-    /// (rusticl's timer printed `inf GB/s` and 0.000 ms for every result).
-    #[test]
-    fn every_format_says_when_device_timing_is_unavailable() {
-        let json = r#"{
-            "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "small", "unavailable": [],
-            "runs": [{
-                "backend": "opencl",
-                "device": { "name": "llvmpipe", "vendor": "Mesa", "platform": "rusticl", "ordinal": 0,
-                            "total_memory_bytes": 1, "compute_units": 2, "warp_size": 1 },
-                "d2d_gbps": 11.0,
-                "device_timing_unavailable": "the device timer gave zero or negative intervals",
-                "results": [{ "workload": "reduce", "variant": "two-pass-256", "size": "small", "passed": true,
-                              "error": 0.0, "tolerance": 1.0, "device_ms": 9.0,
-                              "metrics": { "gbps": 0.5, "host_wall_clock": 1.0, "block": 32.0 } }]
-            }]
-        }"#;
-        let report: Report = serde_json::from_str(json).unwrap();
-        let note = "device timing unavailable on llvmpipe (opencl): the device timer gave zero or negative intervals";
-        let html = crate::html::render(&report);
-        let junit = crate::junit::render(&report).unwrap();
-        for (format, text) in [
-            ("table", crate::table::render(&report)),
-            ("markdown", crate::markdown::render(&report)),
-            ("html", html),
-            ("junit", junit.clone()),
-        ] {
-            assert!(text.contains(note), "{format}: {text}");
-            assert!(!text.contains(" inf") && !text.contains("NaN"), "{format}: {text}");
+/// Combines reports of one schema version into one, runs side by side.
+pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
+    let mut iter = reports.into_iter();
+    let mut merged = iter.next().ok_or("no report to merge")?;
+    for report in iter {
+        if report.schema_version != merged.schema_version {
+            return Err(format!(
+                "cannot merge schema version {} into {}: rerun conform with one hetero version",
+                report.schema_version, merged.schema_version
+            ));
         }
-        assert!(junit.contains("host wall-clock time 9.000 ms"), "{junit}");
-        assert!(crate::table::render(&report).contains("(read + write, host clock)"));
+        if report.seed != merged.seed {
+            merged.unavailable.push(Unavailable {
+                backend: "-".to_string(),
+                reason: format!("reports used different seeds ({} and {}): inputs differ", merged.seed, report.seed),
+            });
+        }
+        merged.runs.extend(report.runs);
+        merged.unavailable.extend(report.unavailable);
     }
+    Ok(merged)
 }

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
                     .map_err(|e| format!("{}: not a conform report: {e}", path.display()))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let merged = markdown::merge(reports)?;
+        let merged = conformance::report::merge(reports)?;
         let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
         let files: Vec<(&'static str, &std::path::Path)> =
             paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();

@@ -234,7 +234,7 @@ pub struct Outcome {
     /// Per-operation device intervals, where the workload records them.
     pub intervals: Vec<crate::timeline::Interval>,
     /// Pictures of the output (wave snapshots) for the HTML page.
-    pub images: Vec<crate::html::Image>,
+    pub images: Vec<crate::image::Image>,
 }
 
 impl Outcome {
@@ -297,7 +297,7 @@ pub fn copy_bandwidth(ctx: &Context, clock: &Clock, size: Size) -> Result<f64, F
     stream.copy(&src, &mut dst)?; // warm-up
     let mut times = Vec::new();
     for _ in 0..5 {
-        let ((), ms) = timed(clock, ctx, &stream, || Ok(stream.copy(&src, &mut dst)?))?;
+        let ((), ms) = timed(clock, ctx, &stream, || stream.copy(&src, &mut dst))?;
         times.push(ms);
     }
     Ok(2.0 * floats as f64 * 4.0 / (median(times) * 1e6))

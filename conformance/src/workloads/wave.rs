@@ -463,7 +463,7 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
                         .filter(|(k, _)| (k + 1) % stride == 0)
                         .map(|(k, field)| {
                             let label = format!("step {}", (k + 1) * g.snapshot_every);
-                            crate::html::Image::downsample(label, field, g.nx, g.ny, 48)
+                            crate::image::Image::downsample(label, field, g.nx, g.ny, 48)
                         })
                         .collect();
                 }

@@ -12,7 +12,16 @@ use crate::backend::host::HostDevice;
 #[cfg(feature = "opencl")]
 use crate::backend::opencl::OpenClDevice;
 use crate::device::{Backend, Device};
+// The names of the trait's signatures, for the `impl Device for AnyDevice`
+// that enum_dispatch writes here (see the order of modules in lib.rs).
+#[allow(unused_imports)]
+use crate::device::{
+    AllocId, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits, LaunchConfig, ModuleId, StreamFlags,
+    StreamId,
+};
 use crate::error::{Error, ErrorKind, Result};
+#[allow(unused_imports)]
+use std::ptr::NonNull;
 
 /// A device of any compiled-in backend. Generic code written over
 /// `D: Device` runs on it unchanged; each call dispatches with a `match`.

@@ -6,52 +6,7 @@
 //! rusticl for every kernel of this project). [`BlockRequest::pick`] turns
 //! the size a launch would like into one the kernel can run on the device.
 
-use crate::device::DeviceInfo;
-
-/// What one kernel can run with on its device, read from the runtime when
-/// the kernel is looked up ([`crate::Device::kernel_limits`]).
-///
-/// Invariant: `1 <= max_threads <= DeviceInfo::max_threads_per_block` and
-/// `preferred_multiple >= 1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KernelLimits {
-    /// Most threads in one block of this kernel, all dimensions together
-    /// (CUDA/HIP `MAX_THREADS_PER_BLOCK`, OpenCL `CL_KERNEL_WORK_GROUP_SIZE`,
-    /// the host: its device limit).
-    pub max_threads: u32,
-    /// Blocks whose size is a multiple of this run best: the warp or
-    /// wavefront on CUDA and HIP, OpenCL's
-    /// `CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE`, 1 on the host.
-    pub preferred_multiple: u32,
-    /// Shared (local) memory the kernel declares itself, in bytes, besides
-    /// the dynamic amount a launch asks for.
-    pub static_shared: usize,
-}
-
-impl KernelLimits {
-    /// Limits made to hold the invariant: a runtime that reports 0 threads
-    /// or a 0 multiple (neither is meaningful) gets 1, and no kernel is
-    /// allowed more threads than its device.
-    pub fn new(info: &DeviceInfo, max_threads: u32, preferred_multiple: u32, static_shared: usize) -> Self {
-        Self {
-            max_threads: max_threads.min(info.max_threads_per_block).max(1),
-            preferred_multiple: preferred_multiple.max(1),
-            static_shared,
-        }
-    }
-
-    /// Limits both `self` and `other` satisfy: for a block size shared by
-    /// several kernels (a two-pass algorithm launching each with one
-    /// shape).
-    #[must_use]
-    pub fn and(self, other: KernelLimits) -> KernelLimits {
-        KernelLimits {
-            max_threads: self.max_threads.min(other.max_threads),
-            preferred_multiple: self.preferred_multiple.max(other.preferred_multiple),
-            static_shared: self.static_shared.max(other.static_shared),
-        }
-    }
-}
+use crate::device::{DeviceInfo, KernelLimits};
 
 /// The block size a launch would like, and what its algorithm needs of it.
 ///
@@ -123,8 +78,8 @@ impl BlockRequest {
 
 #[cfg(test)]
 mod tests {
-    use super::{BlockRequest, KernelLimits};
-    use crate::device::{Backend, DeviceInfo};
+    use super::BlockRequest;
+    use crate::device::{Backend, DeviceInfo, KernelLimits};
 
     fn device(shared: usize) -> DeviceInfo {
         DeviceInfo {

@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use crate::device::Backend;
+use crate::types::Backend;
 
 /// Result alias used throughout hetero.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

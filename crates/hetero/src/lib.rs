@@ -42,10 +42,15 @@
 #[cfg(not(any(feature = "host", feature = "opencl", feature = "cuda", feature = "hip")))]
 compile_error!("hetero needs at least one backend feature: host, opencl, cuda or hip");
 
+// The trait first: enum_dispatch writes `impl Device for AnyDevice` where
+// it meets the second of the trait and the enum, so with `device` declared
+// before `any` the impl lives in `any.rs` and the trait's module names no
+// backend (the layer rule in ARCHITECTURE.md, `tests/tidy.rs`).
+mod device;
+
 mod any;
 pub mod backend;
 mod block;
-mod device;
 mod error;
 pub mod host_kernel;
 pub mod safe;
@@ -53,13 +58,14 @@ mod select;
 mod shard;
 mod signature;
 pub mod testing;
+mod types;
 
 pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
-pub use block::{BlockRequest, KernelLimits};
+pub use block::BlockRequest;
 pub use device::{
-    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
-    OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, UnknownBackend, check_copy_ranges,
-    check_fill_range, check_kernel_limits, check_range,
+    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits,
+    LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId,
+    UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use select::DeviceSelector;

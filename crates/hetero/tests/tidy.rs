@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn workspace() -> PathBuf {
@@ -118,4 +119,199 @@ fn backend_folders_have_the_documented_file_names() {
     }
     let folders = std::fs::read_dir(&backend).unwrap().filter(|e| e.as_ref().unwrap().path().is_dir()).count();
     assert_eq!(checked, folders, "every backend folder is in the table of src/backend/mod.rs");
+}
+
+/// A source file without its comments and its `#[cfg(test)]` items (what
+/// the library itself imports, not what its unit tests do).
+fn code_of(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().map(|l| l.split("//").next().unwrap_or("")).collect();
+    let mut code = lines.join("\n");
+    while let Some(at) = code.find("#[cfg(test)]") {
+        // The item after the attribute ends at its closing brace (or `;`).
+        let rest = &code[at..];
+        let (mut depth, mut end) = (0usize, rest.len());
+        for (i, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 1 => {
+                    end = i + 1;
+                    break;
+                }
+                '}' => depth = depth.saturating_sub(1),
+                ';' if depth == 0 && i > "#[cfg(test)]".len() => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        code.replace_range(at..at + end, "");
+    }
+    code
+}
+
+/// The paths a piece of code names after `prefix` (`crate::` or `super::`):
+/// each as its segments, a `{a, b::c}` group giving one path per member.
+fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices(prefix) {
+        if code[..at].chars().next_back().is_some_and(ident) {
+            continue; // e.g. `hetero_crate::`
+        }
+        let rest = &code[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            for member in inner.split(',') {
+                let segments: Vec<String> =
+                    member.trim().split("::").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                if !segments.is_empty() {
+                    found.push(segments);
+                }
+            }
+        } else {
+            let end = rest.find(|c: char| !(ident(c) || c == ':')).unwrap_or(rest.len());
+            let segments: Vec<String> = rest[..end].split("::").filter(|s| !s.is_empty()).map(str::to_string).collect();
+            if !segments.is_empty() {
+                found.push(segments);
+            }
+        }
+    }
+    found
+}
+
+/// Which module of a crate imports which: nodes are the module files under
+/// `src` (`a/b.rs` is `a/b`, `a/mod.rs` is `a`), cut to their first
+/// `depth` components; edges come from `crate::` and `super::` paths
+/// (names re-exported at the crate root are followed to their module),
+/// comments and test modules left out. The crate root and binaries are
+/// not nodes.
+fn import_graph(src: &Path, depth: usize) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let module_of = |path: &Path| -> String {
+        let relative = path.strip_prefix(src).unwrap().with_extension("");
+        let mut parts: Vec<String> = relative.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        if parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
+        }
+        parts.join("/")
+    };
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
+    let cut = |module: &str| module.split('/').take(depth).collect::<Vec<_>>().join("/");
+    // Names the crate root re-exports (`pub use module::{A, b};`), by module.
+    let root = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let mut reexported = BTreeMap::new();
+    for line in code_of(&root).split(';') {
+        let Some(used) = line.trim().strip_prefix("pub use ") else { continue };
+        let Some((module, names)) = used.split_once("::") else { continue };
+        for name in names.trim_matches(|c| c == '{' || c == '}').split(',') {
+            reexported.insert(name.trim().to_string(), module.trim().to_string());
+        }
+    }
+    let resolve = |segments: &[String]| -> Option<String> {
+        (1..=segments.len())
+            .rev()
+            .map(|n| segments[..n].join("/"))
+            .find(|candidate| modules.contains(candidate))
+            .or_else(|| reexported.get(&segments[0]).cloned())
+    };
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(file);
+        if module == "lib" || module == "main" || module.starts_with("bin/") {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let parent: Vec<String> = {
+            let mut parts: Vec<String> = module.split('/').map(str::to_string).collect();
+            parts.pop();
+            parts
+        };
+        let named = paths_after(&code, "crate::")
+            .into_iter()
+            .chain(paths_after(&code, "super::").into_iter().map(|p| parent.iter().cloned().chain(p).collect()));
+        let targets: BTreeSet<String> =
+            named.filter_map(|p| resolve(&p).or_else(|| (!parent.is_empty()).then(|| parent.join("/")))).collect();
+        let from = cut(&module);
+        let entry = graph.entry(from.clone()).or_default();
+        entry.extend(targets.iter().map(|t| cut(t)).filter(|t| *t != from));
+    }
+    graph
+}
+
+/// A cycle of `graph`, if it has one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            return Some(path[at..].iter().cloned().chain([node.to_string()]).collect());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+/// The library's layers hold as imports: each module imports only modules
+/// of lower layers (ARCHITECTURE.md, "Architecture invariants"). The trait
+/// named every backend (for enum_dispatch), errors named the trait's
+/// module, and block sizes and the trait named each other.
+#[test]
+fn library_layers_hold_as_imports() {
+    let layers: [&[&str]; 9] = [
+        &["types", "signature", "shard"],
+        &["error"],
+        &["host_kernel"],
+        &["device"],
+        &["block", "select"],
+        &["backend"],
+        &["any"],
+        &["safe"],
+        &["testing"],
+    ];
+    let layer = |m: &str| layers.iter().position(|l| l.contains(&m));
+    let graph = import_graph(&workspace().join("crates/hetero/src"), 1);
+    assert_eq!(cycle(&graph), None, "{graph:?}");
+    for (from, targets) in &graph {
+        let rank = layer(from).unwrap_or_else(|| panic!("module `{from}` has no layer in this test"));
+        for to in targets {
+            let below = layer(to).unwrap_or_else(|| panic!("`{from}` imports `{to}`, which has no layer"));
+            assert!(below < rank, "`{from}` (layer {rank}) imports `{to}` (layer {below}): imports go down only");
+        }
+    }
+}
+
+/// The conformance suite's files import in no circle, and its report
+/// formats are leaves over the report model: none imports another, and the
+/// model imports none (the model imported the HTML page for its images,
+/// the timeline the report for the trace, the library comparison the
+/// report and back).
+#[test]
+fn conformance_report_model_has_leaf_renderers() {
+    let graph = import_graph(&workspace().join("conformance/src"), 2);
+    assert_eq!(cycle(&graph), None, "{graph:?}");
+    let leaves = ["html", "markdown", "junit", "table", "trace"];
+    for (from, targets) in &graph {
+        let formats: Vec<&String> = targets.iter().filter(|t| leaves.contains(&t.as_str())).collect();
+        assert!(formats.is_empty(), "`{from}` imports the report formats {formats:?}: formats are leaves");
+    }
+    for module in leaves.iter().chain(&["report", "workloads", "document", "timeline", "image"]) {
+        assert!(graph.contains_key(*module), "no module `{module}` in {graph:?}");
+    }
 }

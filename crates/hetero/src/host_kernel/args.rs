@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::slice::{Slice, SliceMut};
 use super::{Declared, Fault, HostKernel, Kind};
-use crate::device::KernelArg;
+use crate::types::KernelArg;
 
 /// One argument as the host backend resolved it.
 pub(crate) enum Value {

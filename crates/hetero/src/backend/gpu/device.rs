@@ -13,7 +13,7 @@ use super::runtime::{Attribute, Runtime};
 use super::stream::GpuStream;
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
-use crate::block::KernelLimits;
+use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
     StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,

@@ -9,8 +9,8 @@ use std::ffi::CString;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::runtime::Runtime;
-use crate::block::KernelLimits;
 use crate::device::DeviceInfo;
+use crate::device::KernelLimits;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A loaded module.

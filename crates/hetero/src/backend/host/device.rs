@@ -14,7 +14,7 @@ use super::module::HostModule;
 use super::stream::{HostStream, Op};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
-use crate::block::KernelLimits;
+use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,

@@ -23,7 +23,7 @@ use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
-use crate::block::KernelLimits;
+use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
     ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range,

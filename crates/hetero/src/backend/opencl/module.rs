@@ -13,8 +13,8 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 
 use super::error::{cl_error, error, from_cl};
-use crate::block::KernelLimits;
 use crate::device::DeviceInfo;
+use crate::device::KernelLimits;
 use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 

@@ -1,0 +1,65 @@
+//! The report formats, each a leaf over the report model: what they show
+//! and what no content can do to them.
+
+#![allow(clippy::unwrap_used)] // tests fail loudly
+
+use conformance::document::{Block, Cell};
+use conformance::html::to_html;
+use conformance::markdown::to_markdown;
+use conformance::report::Report;
+
+fn sample(name: &str) -> Vec<Block> {
+    vec![
+        Block::Title("t".into()),
+        Block::Table {
+            header: vec!["run".into(), name.into()],
+            rows: vec![vec![Cell::plain(name), Cell { failed: true, text: "1.0e-3".into() }]],
+        },
+        Block::List(vec![name.into()]),
+    ]
+}
+
+/// Report content is text in either format, never markup.
+#[test]
+fn content_cannot_add_markup() {
+    let hostile = "<script>alert(1)</script> | a&b \"q\"";
+    let html = to_html(&sample(hostile));
+    assert!(!html.contains("<script>") && html.contains("&lt;script&gt;") && html.contains("a&amp;b"));
+    assert!(html.contains("<td><b class=\"fail\">FAIL</b> 1.0e-3</td>"));
+    let md = to_markdown(&sample(hostile));
+    assert!(md.contains("\\| a&b") && md.contains("| **FAIL** 1.0e-3 |"), "{md}");
+}
+
+/// A run timed with the host's clock says so in every report format
+/// (rusticl's timer printed `inf GB/s` and 0.000 ms for every result).
+#[test]
+fn every_format_says_when_device_timing_is_unavailable() {
+    let json = r#"{
+        "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "small", "unavailable": [],
+        "runs": [{
+            "backend": "opencl",
+            "device": { "name": "llvmpipe", "vendor": "Mesa", "platform": "rusticl", "ordinal": 0,
+                        "total_memory_bytes": 1, "compute_units": 2, "warp_size": 1 },
+            "d2d_gbps": 11.0,
+            "device_timing_unavailable": "the device timer gave zero or negative intervals",
+            "results": [{ "workload": "reduce", "variant": "two-pass-256", "size": "small", "passed": true,
+                          "error": 0.0, "tolerance": 1.0, "device_ms": 9.0,
+                          "metrics": { "gbps": 0.5, "host_wall_clock": 1.0, "block": 32.0 } }]
+        }]
+    }"#;
+    let report: Report = serde_json::from_str(json).unwrap();
+    let note = "device timing unavailable on llvmpipe (opencl): the device timer gave zero or negative intervals";
+    let html = conformance::html::render(&report);
+    let junit = conformance::junit::render(&report).unwrap();
+    for (format, text) in [
+        ("table", conformance::table::render(&report)),
+        ("markdown", conformance::markdown::render(&report)),
+        ("html", html),
+        ("junit", junit.clone()),
+    ] {
+        assert!(text.contains(note), "{format}: {text}");
+        assert!(!text.contains(" inf") && !text.contains("NaN"), "{format}: {text}");
+    }
+    assert!(junit.contains("host wall-clock time 9.000 ms"), "{junit}");
+    assert!(conformance::table::render(&report).contains("(read + write, host clock)"));
+}
