@@ -47,8 +47,8 @@ EXPORT hipError_t hetero_hipSetDevice(int device) {
 // is still current: one cuCtxGetCurrent (a thread-local read), as
 // hipGetDevice is a thread-local read on AMD. On an H100 host this took
 // 16 ns a call, against 34 ns for cudaGetDevice and 12 ns for
-// cuCtxGetCurrent alone (ci/gpu/experiments/getdevice.c; the report in
-// docs/results/2026-11-22-h100-like-for-like). The cache assumes a context
+// cuCtxGetCurrent alone (experiments/gpu/getdevice.c; its report,
+// 2026-11-22-h100-like-for-like, is in git history). The cache assumes a context
 // is not destroyed and another made at its address for another device
 // while a thread holds it current; neither hetero nor the harness destroys
 // a primary context.

@@ -315,3 +315,40 @@ fn conformance_report_model_has_leaf_renderers() {
         assert!(graph.contains_key(*module), "no module `{module}` in {graph:?}");
     }
 }
+
+/// Every relative link in the project's Markdown (README, ARCHITECTURE,
+/// docs and their results, experiments, CI notes, examples) names a file
+/// or folder that exists: the README once cited results that had moved.
+#[test]
+fn markdown_links_resolve() {
+    fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if path.is_dir() && !name.starts_with('.') && name != "target" && name != "node_modules" {
+                markdown_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") && !path.is_symlink() {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    markdown_files(&workspace(), &mut files);
+    assert!(files.len() > 10, "{files:?}");
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let target = &rest[..rest.find(')').unwrap_or(rest.len())];
+            let path = target.split('#').next().unwrap_or("").trim();
+            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") || path.contains(' ') {
+                continue;
+            }
+            if !file.parent().unwrap().join(path).exists() {
+                broken.push(format!("{}: {target}", file.strip_prefix(workspace()).unwrap_or(file).display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that resolve to nothing:\n{}", broken.join("\n"));
+}

@@ -21,7 +21,7 @@
 //!   queue that gets one snapshot copy and then nothing would have no
 //!   guarantee of starting it before the compute queue waits for it; a
 //!   driver may start unflushed work, as NVIDIA's did in
-//!   `ci/gpu/experiments/opencl-overlap.c`, but need not.)
+//!   `experiments/gpu/opencl-overlap.c`, but need not.)
 //!
 //! A flush that the policy makes after a command was enqueued never fails
 //! the enqueue (the trait's contract: an error means nothing was
