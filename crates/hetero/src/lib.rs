@@ -88,3 +88,8 @@ pub use hetero_kernels as kernels;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of `docs/frameworks.md`, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/frameworks.md")]
+pub struct FrameworksDoctests;
