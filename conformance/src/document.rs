@@ -81,7 +81,8 @@ pub fn document(report: &Report) -> Vec<Block> {
             cells.insert((row, col), cell(r));
         }
     }
-    let headers: Vec<String> = report.runs.iter().map(|r| format!("{} ({})", r.backend, r.device.name)).collect();
+    let headers: Vec<String> =
+        report.runs.iter().map(|r| format!("{} ({})", r.backend, report.device_label(r))).collect();
     let key_header = ["workload", "variant", "size"].map(String::from);
     doc.push(Block::Table {
         header: key_header.iter().cloned().chain(headers.iter().cloned()).collect(),
@@ -113,7 +114,7 @@ pub fn document(report: &Report) -> Vec<Block> {
             let num = |x: Option<f64>, unit: &str| x.map_or("-".to_string(), |v| format!("{v:.3}{unit}"));
             overlap.push(
                 [
-                    format!("{} ({})", run.backend, run.device.name),
+                    format!("{} ({})", run.backend, report.device_label(run)),
                     format!("{} {}", r.workload.name(), r.variant),
                     r.size.name().to_string(),
                     num(m.get("sync_ms").copied(), ""),

@@ -268,7 +268,7 @@ pub fn render(report: &Report) -> String {
     page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; the streams of one workload variant share a time scale.</p>\n";
     for run in &report.runs {
         if let Some(svg) = timeline_svg(&run.results) {
-            let _ = writeln!(page, "<h3>{} ({})</h3>{svg}", escape(&run.backend), escape(&run.device.name));
+            let _ = writeln!(page, "<h3>{} ({})</h3>{svg}", escape(&run.backend), escape(&report.device_label(run)));
         }
     }
     // The variants of a run are checked bit-identical to each other, so the
@@ -284,7 +284,7 @@ pub fn render(report: &Report) -> String {
             page,
             "<h3>{} ({}) {} {}</h3>",
             escape(&run.backend),
-            escape(&run.device.name),
+            escape(&report.device_label(run)),
             r.workload.name(),
             escape(&r.variant)
         );

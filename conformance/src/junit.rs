@@ -11,7 +11,7 @@ use crate::report::Report;
 pub fn render(report: &Report) -> Result<String, String> {
     let mut junit = JunitReport::new("hetero-conformance");
     for run in &report.runs {
-        let mut suite = TestSuite::new(format!("{} / {}", run.backend, run.device.name));
+        let mut suite = TestSuite::new(format!("{} / {}", run.backend, report.device_label(run)));
         let timing = run.timing_note();
         if let Some(note) = &timing {
             suite.set_system_out(note.clone());

@@ -49,10 +49,11 @@ struct Cli {
     /// Seed of the inputs.
     #[arg(long, default_value_t = inputs::DEFAULT_SEED)]
     seed: u64,
-    /// Device of each backend: its index, or a piece of its name or platform, ignoring case
-    /// (`--device rusticl`, `--device llvmpipe`); one that matches none lists the devices there are.
+    /// Devices of each backend: `all`, or indices or pieces of a name or platform (ignoring case),
+    /// separated by commas (`--device 0,2`, `--device rusticl`); one that matches nothing lists the
+    /// devices there are. Several devices of a backend run one after another, each compared with the first.
     #[arg(long, default_value = "0")]
-    device: hetero::DeviceSelector,
+    device: hetero::DeviceList,
     /// Write the JSON report to this file (`-`: standard output, and the table goes to standard error;
     /// the same for every report below).
     #[arg(long, value_name = "FILE")]
@@ -306,11 +307,11 @@ fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
             .map(|e| Unavailable { backend: backend.name().to_string(), reason: e.to_string() })
             .collect::<Vec<_>>();
         let had_devices = !found.devices.is_empty();
-        let reason = match found.take(&cli.device) {
-            Ok(device) => {
+        let reason = match found.take_list(&cli.device) {
+            Ok(devices) => {
                 // Platforms or devices that failed while others work: reported, not fatal.
                 unavailable.extend(notes);
-                contexts.push(Context::new(device));
+                contexts.extend(devices.into_iter().map(Context::new));
                 continue;
             }
             Err(e) if had_devices => format!("--device {}: {e}", cli.device),

@@ -256,6 +256,14 @@ impl Run {
 }
 
 impl Report {
+    /// The device's name as the formats show it: with ` #N`, its index in
+    /// its backend, when the report holds several runs of that backend
+    /// (`--device all`), so that identical devices stay apart.
+    pub fn device_label(&self, run: &Run) -> String {
+        let same = self.runs.iter().filter(|r| r.backend == run.backend).count();
+        if same > 1 { format!("{} #{}", run.device.name, run.device.ordinal) } else { run.device.name.clone() }
+    }
+
     /// `true` when at least one result exists and all passed.
     pub fn passed(&self) -> bool {
         let mut results = self.runs.iter().flat_map(|r| &r.results).peekable();

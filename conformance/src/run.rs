@@ -84,7 +84,8 @@ pub fn run_device(
         }
     }
     if first {
-        baseline.label = Some(format!("{} ({})", ctx.info().backend, ctx.info().name));
+        let info = ctx.info();
+        baseline.label = Some(format!("{} ({} #{})", info.backend, info.name, info.ordinal));
     }
     Run {
         backend: ctx.info().backend.name().to_string(),

@@ -32,7 +32,10 @@ pub fn render(report: &Report) -> String {
     let rows: Vec<[String; 7]> = report
         .runs
         .iter()
-        .flat_map(|run| run.results.iter().map(|r| cells(&run.backend, &run.device.name, r)))
+        .flat_map(|run| {
+            let device = report.device_label(run);
+            run.results.iter().map(move |r| cells(&run.backend, &device, r))
+        })
         .collect();
     let mut widths = HEADERS.map(str::len);
     for row in &rows {

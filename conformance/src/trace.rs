@@ -5,7 +5,7 @@
 pub fn chrome_trace(report: &crate::report::Report) -> serde_json::Value {
     let mut events = Vec::new();
     for (pid, run) in report.runs.iter().enumerate() {
-        let process = format!("{} ({})", run.backend, run.device.name);
+        let process = format!("{} ({})", run.backend, report.device_label(run));
         events.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": process}}));
         let mut tracks: Vec<String> = Vec::new();
         for r in &run.results {

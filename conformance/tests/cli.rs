@@ -672,3 +672,56 @@ fn allocator_settings_are_checked_before_running(#[case] value: &str, #[case] co
     assert_eq!(out.status.code(), code, "{}", stderr(&out));
     assert!(stderr(&out).contains(named) && !stderr(&out).contains("panicked"), "{}", stderr(&out));
 }
+
+fn conform_with_host_devices(devices: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conform"))
+        .env("HETERO_HOST_DEVICES", devices)
+        .args(args)
+        .output()
+        .expect("conform starts")
+}
+
+/// Several devices of a backend in one run: `--device all` and a list run
+/// each, the report names each device's index, and later devices are
+/// compared with the first.
+#[test]
+fn every_device_of_a_backend_runs() {
+    let dir = scratch("all-devices");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let args = ["--backend", "host", "--device", "all", "--workload", "reduce", "--json", json.to_str().unwrap()];
+    let out = conform_with_host_devices("2", &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ordinals: Vec<u64> =
+        report["runs"].as_array().unwrap().iter().map(|r| r["device"]["ordinal"].as_u64().unwrap()).collect();
+    assert_eq!(ordinals, [0, 1]);
+    let compared = &report["runs"][1]["results"][0]["comparison"];
+    assert_eq!(compared["max_abs"], 0.0, "two-pass sums agree exactly across devices: {compared}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("#1  reduce"), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = conform_with_host_devices("3", &["--backend", "host", "--device", "2,0", "--workload", "reduce"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Bad device lists and host-device counts exit 2 naming the value and the
+/// devices there are; existing reports stay as they were.
+#[rstest::rstest]
+#[case::beyond("2", &["--device", "5"], "no device 5; its devices are 0: ")]
+#[case::repeated("2", &["--device", "1,1"], "device 1 (")]
+#[case::empty_list("2", &["--device", ""], "is not a list of devices")]
+#[case::empty_member("2", &["--device", "0,,1"], "is not a list of devices")]
+#[case::zero_devices("0", &["--device", "all"], "HETERO_HOST_DEVICES=\"0\"")]
+#[case::garbage("many", &[], "HETERO_HOST_DEVICES=\"many\"")]
+#[case::huge("100000", &[], "from 1 to 64")]
+fn bad_device_choices_exit_2(#[case] devices: &str, #[case] args: &[&str], #[case] named: &str) {
+    let dir = scratch(&format!("bad-devices-{devices}-{}", args.join("_").replace(',', ".")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    std::fs::write(&json, "keep").unwrap();
+    let mut all = vec!["--backend", "host", "--workload", "reduce", "--json", json.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = conform_with_host_devices(devices, &all);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(named), "`{named}` missing from: {}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "keep");
+}

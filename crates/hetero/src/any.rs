@@ -84,6 +84,48 @@ impl Discovery {
         let index = selector.position(&infos)?;
         Ok(self.devices.remove(index))
     }
+
+    /// Removes and returns the devices `list` chooses, in its order; the
+    /// error lists the devices there are (or why there are none).
+    pub fn take_list(&mut self, list: &crate::DeviceList) -> std::result::Result<Vec<AnyDevice>, String> {
+        if self.devices.is_empty() {
+            return self.take(&crate::DeviceSelector::default()).map(|d| vec![d]);
+        }
+        let infos: Vec<&crate::DeviceInfo> = self.devices.iter().map(Device::info).collect();
+        let positions = list.positions(&infos)?;
+        let mut slots: Vec<Option<AnyDevice>> = std::mem::take(&mut self.devices).into_iter().map(Some).collect();
+        let chosen = positions.iter().filter_map(|&i| slots.get_mut(i).and_then(Option::take)).collect();
+        self.devices = slots.into_iter().flatten().collect();
+        Ok(chosen)
+    }
+}
+
+/// Environment variable: how many devices the host backend exposes
+/// (default 1), each with its own streams and workers, so that code for a
+/// node's several devices runs on a CPU.
+pub const HOST_DEVICES_ENV: &str = "HETERO_HOST_DEVICES";
+
+/// Most devices `HETERO_HOST_DEVICES` may ask for.
+pub const MAX_HOST_DEVICES: usize = 64;
+
+/// The number of host devices `HETERO_HOST_DEVICES` asks for: 1 when it is
+/// unset or empty; a `Config` error naming the value when it is not a
+/// number from 1 to [`MAX_HOST_DEVICES`].
+#[cfg(feature = "host")]
+fn host_devices() -> Result<usize> {
+    let Ok(value) = std::env::var(HOST_DEVICES_ENV) else { return Ok(1) };
+    if value.trim().is_empty() {
+        return Ok(1);
+    }
+    match value.trim().parse::<usize>() {
+        Ok(n @ 1..=MAX_HOST_DEVICES) => Ok(n),
+        _ => Err(Error::new(
+            Backend::Host,
+            "discover",
+            ErrorKind::Config,
+            format!("{HOST_DEVICES_ENV}={value:?}: expected a number of host devices from 1 to {MAX_HOST_DEVICES}"),
+        )),
+    }
 }
 
 /// Every device of `backend`, and every failure met on the way: a backend
@@ -93,7 +135,10 @@ pub fn discover(backend: Backend) -> Discovery {
     let mut found = Discovery::default();
     match backend {
         #[cfg(feature = "host")]
-        Backend::Host => found.devices.push(AnyDevice::Host(HostDevice::new())),
+        Backend::Host => match host_devices() {
+            Ok(count) => found.devices.extend((0..count).map(|i| AnyDevice::Host(HostDevice::with_ordinal(i)))),
+            Err(e) => found.unavailable.push(e),
+        },
         #[cfg(feature = "opencl")]
         Backend::OpenCl => {
             let (devices, failures) = crate::backend::opencl::discover();

@@ -60,7 +60,10 @@ mod signature;
 pub mod testing;
 mod types;
 
-pub use any::{AnyDevice, Discovery, backend_devices, compiled_backends, devices, discover, is_compiled};
+pub use any::{
+    AnyDevice, Discovery, HOST_DEVICES_ENV, MAX_HOST_DEVICES, backend_devices, compiled_backends, devices, discover,
+    is_compiled,
+};
 pub use block::BlockRequest;
 pub use device::{
     AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits,
@@ -68,7 +71,7 @@ pub use device::{
     UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
-pub use select::DeviceSelector;
+pub use select::{DeviceList, DeviceSelector};
 
 /// The element traits buffers need, re-exported so that a crate's own
 /// types can derive them without naming `bytemuck` (`#[derive(Clone,

@@ -77,9 +77,80 @@ impl DeviceSelector {
     }
 }
 
+/// Which devices of a backend to use: `all`, or a comma-separated list of
+/// [`DeviceSelector`]s (`0,2`, `rusticl`, `0,llvmpipe`), each device once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceList {
+    /// Every device the backend lists.
+    All,
+    /// These devices, in this order.
+    Each(Vec<DeviceSelector>),
+}
+
+impl Default for DeviceList {
+    fn default() -> Self {
+        DeviceList::Each(vec![DeviceSelector::default()])
+    }
+}
+
+impl FromStr for DeviceList {
+    type Err = String;
+
+    /// `all`, or selectors separated by commas; an empty list or an empty
+    /// member is refused.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("all") {
+            return Ok(DeviceList::All);
+        }
+        let members: Vec<&str> = s.split(',').map(str::trim).collect();
+        if members.iter().any(|m| m.is_empty()) {
+            return Err(format!(
+                "{s:?} is not a list of devices: expected `all`, or indices or names separated by commas"
+            ));
+        }
+        Ok(DeviceList::Each(members.iter().map(|m| DeviceSelector::from_str(m).unwrap_or_default()).collect()))
+    }
+}
+
+impl std::fmt::Display for DeviceList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceList::All => f.write_str("all"),
+            DeviceList::Each(each) => {
+                let shown: Vec<String> = each.iter().map(ToString::to_string).collect();
+                f.write_str(&shown.join(","))
+            }
+        }
+    }
+}
+
+impl DeviceList {
+    /// The indices in `devices` this list selects, in its order; an error
+    /// naming the devices there are when a member matches none, or when
+    /// two members choose one device.
+    pub fn positions(&self, devices: &[&DeviceInfo]) -> Result<Vec<usize>, String> {
+        let chosen = match self {
+            DeviceList::All => (0..devices.len()).collect(),
+            DeviceList::Each(each) => each.iter().map(|s| s.position(devices)).collect::<Result<Vec<_>, _>>()?,
+        };
+        for (i, &a) in chosen.iter().enumerate() {
+            if chosen[..i].contains(&a) {
+                return Err(format!(
+                    "device {a} ({}) is chosen twice; choose each device once",
+                    devices.get(a).map_or("", |d| d.name.as_str())
+                ));
+            }
+        }
+        if chosen.is_empty() {
+            return Err("the backend lists no device".to_string());
+        }
+        Ok(chosen)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::DeviceSelector;
+    use super::{DeviceList, DeviceSelector};
     use crate::device::{Backend, DeviceInfo};
 
     fn info(name: &str, platform: &str) -> DeviceInfo {
@@ -119,5 +190,21 @@ mod tests {
         let beyond = pick("2").map(|r| r.unwrap_err()).unwrap_or_default();
         assert!(beyond.contains("no device 2"), "{beyond}");
         assert!(pick("").map(|r| r.is_err()).unwrap_or(false), "an empty name matches nothing");
+    }
+
+    #[test]
+    fn device_lists_choose_each_device_once() {
+        let (a, b) = (info("pthread-haswell", "Portable Computing Language"), info("llvmpipe", "rusticl"));
+        let devices = [&a, &b];
+        let choose = |s: &str| s.parse::<DeviceList>().and_then(|l| l.positions(&devices));
+        assert_eq!(choose("all"), Ok(vec![0, 1]));
+        assert_eq!(choose("ALL"), Ok(vec![0, 1]));
+        assert_eq!(choose("1,0"), Ok(vec![1, 0]));
+        assert_eq!(choose("rusticl, 0"), Ok(vec![1, 0]));
+        assert!(choose("0,0").is_err_and(|e| e.contains("chosen twice")));
+        assert!(choose("0,llvmpipe,1").is_err_and(|e| e.contains("device 1 (llvmpipe) is chosen twice")));
+        assert!(choose("5").is_err_and(|e| e.contains("no device 5") && e.contains("1: llvmpipe")));
+        assert!(choose("").is_err() && choose("0,").is_err() && choose(",").is_err());
+        assert!("all".parse::<DeviceList>().unwrap_or_default().positions(&[]).is_err());
     }
 }

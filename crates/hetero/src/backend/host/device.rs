@@ -45,14 +45,22 @@ impl std::fmt::Debug for HostDevice {
 }
 
 impl HostDevice {
-    /// The host CPU as device number `ordinal`.
+    /// The host CPU as device number 0.
     pub fn new() -> Self {
+        Self::with_ordinal(0)
+    }
+
+    /// The host CPU as device number `ordinal`: a device of its own, with
+    /// its own streams and workers, as one of several that
+    /// `HETERO_HOST_DEVICES` asks discovery for (a node's several devices,
+    /// on a machine without them).
+    pub fn with_ordinal(ordinal: usize) -> Self {
         let total_memory = host_memory_bytes();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         Self {
             info: DeviceInfo {
                 backend: Backend::Host,
-                ordinal: 0,
+                ordinal,
                 name: cpu_model().unwrap_or_else(|| "host CPU".to_string()),
                 vendor: "hetero".to_string(),
                 platform: format!("hetero host backend {}", env!("CARGO_PKG_VERSION")),
