@@ -154,6 +154,7 @@ pub fn document(report: &Report) -> Vec<Block> {
         .runs
         .iter()
         .filter_map(crate::report::Run::timing_note)
+        .chain(report.slow_notes())
         .chain(report.runs.iter().flat_map(|run| {
             run.results.iter().filter_map(move |r| {
                 r.note.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))

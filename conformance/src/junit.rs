@@ -40,7 +40,10 @@ pub fn render(report: &Report) -> Result<String, String> {
             if let Some(ms) = r.device_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
                 case.set_time(Duration::from_secs_f64(ms / 1e3));
             }
-            case.set_system_out(numbers);
+            match r.slower_than_peers {
+                Some(ratio) => case.set_system_out(format!("{numbers}; slow: {ratio:.2}x its peers' median time")),
+                None => case.set_system_out(numbers),
+            };
             suite.add_test_case(case);
         }
         junit.add_test_suite(suite);

@@ -89,6 +89,10 @@ struct Cli {
     /// Print each device's allocator statistics after its run.
     #[arg(long, short)]
     verbose: bool,
+    /// Flag a device whose time for a variant is this fraction or more above the median of its peers'
+    /// (devices of the same backend and model in the run).
+    #[arg(long, default_value_t = 0.15, value_parser = slow_threshold)]
+    slow_threshold: f64,
     /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.
     #[arg(long)]
     pull_pageable: bool,
@@ -235,7 +239,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    let report = Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         hetero_version: env!("CARGO_PKG_VERSION").to_string(),
         seed: cli.seed,
@@ -243,6 +247,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         runs,
         unavailable,
     };
+    report.flag_slow_devices(cli.slow_threshold);
     say(table::render(&report));
     let total = report.runs.iter().map(|r| r.results.len()).sum::<usize>();
     let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
@@ -291,6 +296,14 @@ fn requested(choices: &[Choice]) -> Vec<(Backend, bool)> {
         }
     }
     wanted
+}
+
+/// `--slow-threshold`: a finite fraction from 0 to 10.
+fn slow_threshold(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(t) if (0.0..=10.0).contains(&t) => Ok(t),
+        _ => Err(format!("{value:?} is not a fraction from 0 to 10 (0.15: 15% slower than the peers)")),
+    }
 }
 
 /// The devices to run and the backends that were probed but are missing;

@@ -110,6 +110,11 @@ pub struct ResultRecord {
     /// device (cross-backend comparison), where there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// This device's time over the median of its peers' (devices of the
+    /// same backend and model in the report), where it is at least the
+    /// slowness threshold above 1 ([`Report::flag_slow_devices`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slower_than_peers: Option<f64>,
     /// Per-operation device intervals (written to `--trace`, not to the report).
     #[serde(skip)]
     pub intervals: Vec<crate::timeline::Interval>,
@@ -147,6 +152,7 @@ impl ResultRecord {
             metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
             note: outcome.note.clone(),
             comparison: None,
+            slower_than_peers: None,
             intervals: outcome.intervals.clone(),
             images: outcome.images.clone(),
         }
@@ -165,6 +171,7 @@ impl ResultRecord {
             metrics: BTreeMap::new(),
             note: Some(reason),
             comparison: None,
+            slower_than_peers: None,
             intervals: Vec::new(),
             images: Vec::new(),
         }
@@ -256,6 +263,60 @@ impl Run {
 }
 
 impl Report {
+    /// Sets `slower_than_peers` on each result whose device took at least
+    /// `1 + threshold` times the median time of its peers (the other runs
+    /// of the same backend and device name) for the same variant: a node's
+    /// slow GPU shows up in every format, as a flag, not a failed check.
+    pub fn flag_slow_devices(&mut self, threshold: f64) {
+        let times: Vec<Vec<(Workload, String, Option<f64>)>> = self
+            .runs
+            .iter()
+            .map(|run| run.results.iter().map(|r| (r.workload, r.variant.clone(), r.device_ms)).collect())
+            .collect();
+        let models: Vec<(String, String)> =
+            self.runs.iter().map(|r| (r.backend.clone(), r.device.name.clone())).collect();
+        for (i, run) in self.runs.iter_mut().enumerate() {
+            for result in &mut run.results {
+                let Some(ms) = result.device_ms.filter(|ms| ms.is_finite() && *ms > 0.0) else { continue };
+                let mut peers: Vec<f64> = (0..times.len())
+                    .filter(|&j| j != i && models[j] == models[i])
+                    .flat_map(|j| &times[j])
+                    .filter(|(w, v, _)| *w == result.workload && *v == result.variant)
+                    .filter_map(|(.., t)| t.filter(|t| t.is_finite() && *t > 0.0))
+                    .collect();
+                if peers.is_empty() {
+                    continue;
+                }
+                peers.sort_by(f64::total_cmp);
+                let mid = peers.len() / 2;
+                let median = if peers.len() % 2 == 1 { peers[mid] } else { (peers[mid - 1] + peers[mid]) / 2.0 };
+                let ratio = ms / median;
+                result.slower_than_peers = (ratio >= 1.0 + threshold).then_some(ratio);
+            }
+        }
+    }
+
+    /// `slow: <backend> <device> <workload> <variant>: N x its peers' median time`
+    /// for every flagged result, as every format prints it.
+    pub fn slow_notes(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .flat_map(|run| {
+                run.results.iter().filter_map(move |r| {
+                    r.slower_than_peers.map(|ratio| {
+                        format!(
+                            "slow: {} {} {} {}: {ratio:.2}x its peers' median time",
+                            run.backend,
+                            self.device_label(run),
+                            r.workload.name(),
+                            r.variant
+                        )
+                    })
+                })
+            })
+            .collect()
+    }
+
     /// The device's name as the formats show it: with ` #N`, its index in
     /// its backend, when the report holds several runs of that backend
     /// (`--device all`), so that identical devices stay apart.

@@ -23,10 +23,25 @@ pub struct Selection {
     pub tuning: workloads::Tuning,
 }
 
-/// The first device's outputs, which later devices are compared with.
+/// The first device's outputs, which later devices are compared with; and
+/// the first device of each backend, which later devices of that backend
+/// and model must agree with (node health).
 #[derive(Debug, Default)]
 pub struct Baseline {
     label: Option<String>,
+    outputs: HashMap<(Workload, String), Output>,
+    /// Per backend: the first device's label, name and outputs, where that
+    /// device is not the first of the run (whose outputs are `outputs`).
+    peers: HashMap<String, Peer>,
+    /// Backend and name of the first device.
+    first: Option<(String, String)>,
+}
+
+/// The first device of a backend, as its peers are checked against it.
+#[derive(Debug)]
+struct Peer {
+    label: String,
+    name: String,
     outputs: HashMap<(Workload, String), Output>,
 }
 
@@ -59,6 +74,16 @@ pub fn run_device(
     };
     let d2d_gbps = workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0);
     let first = baseline.label.is_none();
+    let info = ctx.info();
+    let (backend, label) =
+        (info.backend.name().to_string(), format!("{} ({} #{})", info.backend, info.name, info.ordinal));
+    // The first device of a later backend keeps its outputs for its peers.
+    let backend_first =
+        !first && baseline.first.as_ref().is_none_or(|(b, _)| *b != backend) && !baseline.peers.contains_key(&backend);
+    if backend_first {
+        let peer = Peer { label: label.clone(), name: info.name.clone(), outputs: HashMap::new() };
+        baseline.peers.insert(backend.clone(), peer);
+    }
     let mut results = Vec::new();
     for &workload in &selection.workloads {
         let outcome = match workload {
@@ -74,7 +99,8 @@ pub fn run_device(
                         o.metrics.insert("host_wall_clock".into(), 1.0);
                     }
                 }
-                outcomes.into_iter().map(|o| record(workload, selection.size, o, d2d_gbps, first, baseline)).collect()
+                let device = Device { backend: &backend, name: &info.name, first, backend_first };
+                outcomes.into_iter().map(|o| record(workload, selection.size, o, d2d_gbps, device, baseline)).collect()
             }
             Err(failure) => vec![ResultRecord::failure(workload, selection.size, failure.to_string())],
         };
@@ -84,8 +110,8 @@ pub fn run_device(
         }
     }
     if first {
-        let info = ctx.info();
-        baseline.label = Some(format!("{} ({} #{})", info.backend, info.name, info.ordinal));
+        baseline.label = Some(label);
+        baseline.first = Some((backend, info.name.clone()));
     }
     Run {
         backend: ctx.info().backend.name().to_string(),
@@ -97,14 +123,28 @@ pub fn run_device(
     }
 }
 
+/// The device a record is made for, as the comparisons need it.
+#[derive(Clone, Copy)]
+struct Device<'a> {
+    backend: &'a str,
+    name: &'a str,
+    /// The first device of the run: its outputs are the baseline.
+    first: bool,
+    /// The first device of its backend, after devices of other backends.
+    backend_first: bool,
+}
+
 /// The record of one outcome, with its bandwidth ratio and its comparison
-/// with the baseline (or its output kept as the baseline).
+/// with the baseline (or its output kept as the baseline). A device of the
+/// same backend and model as the one its outputs are checked against must
+/// agree with it: exactly, or within the variant's tolerance where the
+/// variant is not deterministic (atomic sums); otherwise the record fails.
 fn record(
     workload: Workload,
     size: Size,
     mut outcome: workloads::Outcome,
     d2d_gbps: Option<f64>,
-    first: bool,
+    device: Device<'_>,
     baseline: &mut Baseline,
 ) -> ResultRecord {
     if let (Some(gbps), Some(base)) = (outcome.metrics.get("gbps").copied(), d2d_gbps) {
@@ -112,20 +152,96 @@ fn record(
     }
     let mut record = ResultRecord::from_outcome(workload, size, &outcome);
     let key = (workload, outcome.variant.clone());
-    match outcome.output.take() {
-        Some(output) if first => {
-            baseline.outputs.insert(key, output);
+    let Some(output) = outcome.output.take() else { return record };
+    if device.first {
+        baseline.outputs.insert(key, output);
+        return record;
+    }
+    if let (Some(against), Some(reference)) = (&baseline.label, baseline.outputs.get(&key)) {
+        record.comparison = output.difference(reference).map(|(abs, rel)| Comparison {
+            against: against.clone(),
+            max_abs: finite(abs),
+            max_rel: finite(rel),
+        });
+    }
+    // Its peer: the run's first device, or its backend's first.
+    let same_model = |backend: &str, name: &str| backend == device.backend && name == device.name;
+    let peer = match &baseline.first {
+        Some((backend, name)) if same_model(backend, name) => {
+            baseline.label.clone().zip(baseline.outputs.get(&key)).map(|(l, o)| (l, o.difference(&output)))
         }
-        Some(output) => {
-            if let (Some(against), Some(reference)) = (&baseline.label, baseline.outputs.get(&key)) {
-                record.comparison = output.difference(reference).map(|(abs, rel)| Comparison {
-                    against: against.clone(),
-                    max_abs: finite(abs),
-                    max_rel: finite(rel),
-                });
+        _ => baseline
+            .peers
+            .get(device.backend)
+            .filter(|p| !device.backend_first && p.name == device.name)
+            .and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output)))),
+    };
+    if let Some((label, difference)) = peer {
+        // Two outputs each within the tolerance of the reference.
+        let allowed = if outcome.deterministic { 0.0 } else { 2.0 * record.tolerance.unwrap_or(0.0) };
+        match difference {
+            Some((abs, _)) if abs <= allowed => {}
+            Some((abs, _)) => {
+                record.passed = false;
+                record.note = Some(format!(
+                    "output differs from its peer {label} by up to {abs:e} (allowed {allowed:e}): devices of one model must agree"
+                ));
+            }
+            None => {
+                record.passed = false;
+                record.note = Some(format!("output has another shape than its peer {label}'s"));
             }
         }
-        None => {}
+    }
+    if device.backend_first
+        && let Some(peer) = baseline.peers.get_mut(device.backend)
+    {
+        peer.outputs.insert(key, output);
     }
     record
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Baseline, Device, record};
+    use crate::check::Verdict;
+    use crate::workloads::{Outcome, Output, Size, Workload};
+
+    fn outcome(variant: &str, value: f32, deterministic: bool) -> Outcome {
+        let mut o = Outcome::new(variant, Verdict { error: 0.0, tolerance: 1e-3 }, Some(1.0))
+            .with_output(Output::F32(vec![value]));
+        o.deterministic = deterministic;
+        o
+    }
+
+    /// Node health: a device whose output differs from its peer's (same
+    /// backend and model) fails the check, exactly for a deterministic
+    /// variant and beyond twice the tolerance for an atomic one; a device
+    /// of another model is only compared, never failed.
+    #[test]
+    fn devices_of_one_model_must_agree() {
+        let mut baseline = Baseline {
+            label: Some("host (cpu #0)".into()),
+            first: Some(("host".into(), "cpu".into())),
+            ..Baseline::default()
+        };
+        let first = Device { backend: "host", name: "cpu", first: true, backend_first: false };
+        let later = Device { first: false, ..first };
+        let other = Device { name: "other cpu", ..later };
+        let size = Size::Small;
+        for (variant, deterministic) in [("exact", true), ("atomic", false)] {
+            let r = record(Workload::Reduce, size, outcome(variant, 1.0, deterministic), None, first, &mut baseline);
+            assert!(r.passed);
+        }
+        let same = record(Workload::Reduce, size, outcome("exact", 1.0, true), None, later, &mut baseline);
+        assert!(same.passed, "{:?}", same.note);
+        let differs = record(Workload::Reduce, size, outcome("exact", 1.0001, true), None, later, &mut baseline);
+        assert!(!differs.passed && differs.note.is_some_and(|n| n.contains("differs from its peer")));
+        let close = record(Workload::Reduce, size, outcome("atomic", 1.001, false), None, later, &mut baseline);
+        assert!(close.passed, "within twice the tolerance: {:?}", close.note);
+        let far = record(Workload::Reduce, size, outcome("atomic", 1.01, false), None, later, &mut baseline);
+        assert!(!far.passed);
+        let model = record(Workload::Reduce, size, outcome("exact", 2.0, true), None, other, &mut baseline);
+        assert!(model.passed && model.comparison.is_some_and(|c| c.max_abs == Some(1.0)));
+    }
 }

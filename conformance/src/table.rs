@@ -57,6 +57,9 @@ pub fn render(report: &Report) -> String {
             out += &format!("timing: {note}\n");
         }
     }
+    for note in report.slow_notes() {
+        out += &format!("{note}\n");
+    }
     for run in &report.runs {
         for r in &run.results {
             if let Some(note) = &r.note {

@@ -63,3 +63,40 @@ fn every_format_says_when_device_timing_is_unavailable() {
     assert!(junit.contains("host wall-clock time 9.000 ms"), "{junit}");
     assert!(conformance::table::render(&report).contains("(read + write, host clock)"));
 }
+
+/// A device at least the threshold slower than the median of its peers
+/// (same backend and model) is flagged with the figure in every format;
+/// its peers and a device of another model are not.
+#[test]
+fn a_slow_device_is_flagged_against_its_peers() {
+    let run = |name: &str, ordinal: u32, ms: f64| {
+        serde_json::json!({
+            "backend": "cuda",
+            "device": { "name": name, "vendor": "", "platform": "", "ordinal": ordinal,
+                        "total_memory_bytes": 1, "compute_units": 1, "warp_size": 32 },
+            "results": [{ "workload": "reduce", "variant": "two-pass-256", "size": "small", "passed": true,
+                          "error": 0.0, "tolerance": 1.0, "device_ms": ms }]
+        })
+    };
+    let json = serde_json::json!({
+        "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "small", "unavailable": [],
+        "runs": [run("H100", 0, 1.0), run("H100", 1, 1.02), run("H100", 2, 1.3), run("A100", 3, 2.0)]
+    });
+    let mut report: Report = serde_json::from_value(json).unwrap();
+    report.flag_slow_devices(0.15);
+    let flags: Vec<Option<f64>> = report.runs.iter().map(|r| r.results[0].slower_than_peers).collect();
+    assert_eq!(flags[..2], [None, None]);
+    assert!(flags[2].is_some_and(|r| (r - 1.3 / 1.01).abs() < 1e-9), "{flags:?}");
+    assert_eq!(flags[3], None, "no peer of its model");
+    let note = "slow: cuda H100 #2 reduce two-pass-256: 1.29x its peers";
+    for (format, text) in [
+        ("table", conformance::table::render(&report)),
+        ("markdown", conformance::markdown::render(&report)),
+        ("html", conformance::html::render(&report)),
+        ("json", serde_json::to_string(&report).unwrap()),
+    ] {
+        let expected = if format == "json" { "\"slower_than_peers\":1.287" } else { note };
+        assert!(text.contains(expected), "{format}: {text}");
+    }
+    assert!(conformance::junit::render(&report).unwrap().contains("slow: 1.29x its peers"));
+}

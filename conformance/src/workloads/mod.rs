@@ -235,6 +235,9 @@ pub struct Outcome {
     pub intervals: Vec<crate::timeline::Interval>,
     /// Pictures of the output (wave snapshots) for the HTML page.
     pub images: Vec<crate::image::Image>,
+    /// The output is the same bit for bit on every run of one device
+    /// model (`false` where the order of floating-point atomics decides).
+    pub deterministic: bool,
 }
 
 impl Outcome {
@@ -249,6 +252,7 @@ impl Outcome {
             output: None,
             intervals: Vec::new(),
             images: Vec::new(),
+            deterministic: true,
         }
     }
 
