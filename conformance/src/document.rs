@@ -154,6 +154,7 @@ pub fn document(report: &Report) -> Vec<Block> {
         .runs
         .iter()
         .filter_map(crate::report::Run::timing_note)
+        .chain(report.identity_notes())
         .chain(report.slow_notes())
         .chain(report.runs.iter().flat_map(|run| {
             run.results.iter().filter_map(move |r| {

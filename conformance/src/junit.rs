@@ -13,8 +13,9 @@ pub fn render(report: &Report) -> Result<String, String> {
     for run in &report.runs {
         let mut suite = TestSuite::new(format!("{} / {}", run.backend, report.device_label(run)));
         let timing = run.timing_note();
-        if let Some(note) = &timing {
-            suite.set_system_out(note.clone());
+        let notes: Vec<String> = run.device.identity().into_iter().chain(timing.clone()).collect();
+        if !notes.is_empty() {
+            suite.set_system_out(notes.join("\n"));
         }
         let clock = if timing.is_some() { "host wall-clock time" } else { "device time" };
         for r in &run.results {

@@ -120,6 +120,8 @@ mod tests {
                 total_memory_bytes: 0,
                 compute_units: 1,
                 warp_size: 32,
+                pci_bus_id: None,
+                uuid: None,
             },
             d2d_gbps: Some(16.0),
             device_timing_unavailable: None,

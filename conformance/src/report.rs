@@ -67,6 +67,24 @@ pub struct DeviceReport {
     pub compute_units: u32,
     /// Warp or wavefront width.
     pub warp_size: u32,
+    /// PCI address, where the driver gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    /// UUID, where the driver gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+}
+
+impl DeviceReport {
+    /// `PCI <address>, UUID <uuid>` (what the driver gave of them), or
+    /// `None` when it gave neither.
+    pub fn identity(&self) -> Option<String> {
+        let parts: Vec<String> = [("PCI", &self.pci_bus_id), ("UUID", &self.uuid)]
+            .into_iter()
+            .filter_map(|(what, value)| value.as_ref().map(|v| format!("{what} {v}")))
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 impl From<&hetero::DeviceInfo> for DeviceReport {
@@ -79,6 +97,8 @@ impl From<&hetero::DeviceInfo> for DeviceReport {
             total_memory_bytes: info.total_memory,
             compute_units: info.compute_units,
             warp_size: info.warp_size,
+            pci_bus_id: info.pci_bus_id.clone(),
+            uuid: info.uuid.clone(),
         }
     }
 }
@@ -294,6 +314,17 @@ impl Report {
                 result.slower_than_peers = (ratio >= 1.0 + threshold).then_some(ratio);
             }
         }
+    }
+
+    /// `device: <backend> <device>: PCI ..., UUID ...` for every run whose
+    /// driver identified its device, as every format prints it.
+    pub fn identity_notes(&self) -> Vec<String> {
+        self.runs
+            .iter()
+            .filter_map(|run| {
+                run.device.identity().map(|id| format!("device: {} {}: {id}", run.backend, self.device_label(run)))
+            })
+            .collect()
     }
 
     /// `slow: <backend> <device> <workload> <variant>: N x its peers' median time`

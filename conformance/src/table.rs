@@ -57,7 +57,7 @@ pub fn render(report: &Report) -> String {
             out += &format!("timing: {note}\n");
         }
     }
-    for note in report.slow_notes() {
+    for note in report.identity_notes().into_iter().chain(report.slow_notes()) {
         out += &format!("{note}\n");
     }
     for run in &report.runs {

@@ -66,7 +66,8 @@ fn every_format_says_when_device_timing_is_unavailable() {
 
 /// A device at least the threshold slower than the median of its peers
 /// (same backend and model) is flagged with the figure in every format;
-/// its peers and a device of another model are not.
+/// its peers and a device of another model are not. Devices the driver
+/// identified are named with their PCI address and UUID.
 #[test]
 fn a_slow_device_is_flagged_against_its_peers() {
     let run = |name: &str, ordinal: u32, ms: f64| {
@@ -83,6 +84,8 @@ fn a_slow_device_is_flagged_against_its_peers() {
         "runs": [run("H100", 0, 1.0), run("H100", 1, 1.02), run("H100", 2, 1.3), run("A100", 3, 2.0)]
     });
     let mut report: Report = serde_json::from_value(json).unwrap();
+    report.runs[0].device.pci_bus_id = Some("0000:65:00.0".into());
+    report.runs[0].device.uuid = Some("12345678-9abc-def0-0001-0203040506ff".into());
     report.flag_slow_devices(0.15);
     let flags: Vec<Option<f64>> = report.runs.iter().map(|r| r.results[0].slower_than_peers).collect();
     assert_eq!(flags[..2], [None, None]);
@@ -98,5 +101,13 @@ fn a_slow_device_is_flagged_against_its_peers() {
         let expected = if format == "json" { "\"slower_than_peers\":1.287" } else { note };
         assert!(text.contains(expected), "{format}: {text}");
     }
-    assert!(conformance::junit::render(&report).unwrap().contains("slow: 1.29x its peers"));
+    let junit = conformance::junit::render(&report).unwrap();
+    assert!(junit.contains("slow: 1.29x its peers"));
+    // Each device the driver identified is named by its PCI address and UUID.
+    let identity = "device: cuda H100 #0: PCI 0000:65:00.0, UUID 12345678-9abc-def0-0001-0203040506ff";
+    for text in [conformance::table::render(&report), conformance::markdown::render(&report)] {
+        assert!(text.contains(identity), "{text}");
+    }
+    assert!(junit.contains("PCI 0000:65:00.0, UUID 12345678-9abc-def0-0001-0203040506ff"), "{junit}");
+    assert!(serde_json::to_string(&report).unwrap().contains("\"pci_bus_id\":\"0000:65:00.0\""));
 }

@@ -97,6 +97,8 @@ mod tests {
             compute_units: 2,
             warp_size: 32,
             fp64: true,
+            pci_bus_id: None,
+            uuid: None,
         }
     }
 

@@ -50,6 +50,20 @@ pub struct DeviceInfo {
     /// Whether kernels may use `double` (CUDA and HIP always; OpenCL where
     /// the device reports double-precision support; the host always).
     pub fp64: bool,
+    /// PCI address, `domain:bus:device.function` in hexadecimal as `lspci`
+    /// prints it, where the driver gives it (CUDA; OpenCL through
+    /// `cl_khr_pci_bus_info` or NVIDIA's extension).
+    pub pci_bus_id: Option<String>,
+    /// The device's UUID (`8-4-4-4-12` hexadecimal digits), where the
+    /// driver gives it (CUDA; OpenCL through `cl_khr_device_uuid`).
+    pub uuid: Option<String>,
+}
+
+/// A 16-byte UUID as `8-4-4-4-12` lowercase hexadecimal digits.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn format_uuid(bytes: &[u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }
 
 /// What one kernel can run with on its device, read from the runtime when
@@ -536,4 +550,15 @@ pub fn check_kernel_limits(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_uuid;
+
+    #[test]
+    fn uuids_read_as_drivers_print_them() {
+        let bytes = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0, 1, 2, 3, 4, 5, 6, 0xff];
+        assert_eq!(format_uuid(&bytes), "12345678-9abc-def0-0001-0203040506ff");
+    }
 }

@@ -169,6 +169,8 @@ mod tests {
             compute_units: 1,
             warp_size: 1,
             fp64: false,
+            pci_bus_id: None,
+            uuid: None,
         }
     }
 

@@ -139,7 +139,22 @@ impl Runtime for Cuda {
         let mut version = 0;
         // SAFETY: version is a valid out-pointer.
         check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+        let mut bus = [0 as c_char; 64];
+        // SAFETY: bus holds 64 bytes, as passed; the driver NUL-terminates within them.
+        let pci_bus_id =
+            check("cuDeviceGetPCIBusId", unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, self.device) })
+                .ok()
+                // SAFETY: NUL-terminated by the driver on success.
+                .map(|()| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
+        // SAFETY: an all-zero CUuuid is a valid value of the plain struct.
+        let mut id: sys::CUuuid = unsafe { std::mem::zeroed() };
+        // SAFETY: id is a valid out-pointer.
+        let uuid = check("cuDeviceGetUuid_v2", unsafe { sys::cuDeviceGetUuid_v2(&mut id, self.device) })
+            .ok()
+            .map(|()| crate::device::format_uuid(&id.bytes.map(|b| b as u8)));
         Ok(Identity {
+            pci_bus_id,
+            uuid,
             name,
             vendor: "NVIDIA".to_string(),
             platform: format!(

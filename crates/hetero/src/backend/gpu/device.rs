@@ -86,6 +86,8 @@ impl<R: Runtime> GpuDevice<R> {
             compute_units: attr(Attribute::MultiprocessorCount)?,
             warp_size: attr(Attribute::WarpSize)?,
             fp64: true,
+            pci_bus_id: identity.pci_bus_id,
+            uuid: identity.uuid,
         };
         let runtime = Arc::new(runtime);
         let pool_stream = runtime.pool_stream()?.map(|raw| GpuStream::new(raw, Arc::clone(&runtime)));

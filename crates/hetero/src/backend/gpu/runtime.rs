@@ -43,6 +43,10 @@ pub struct Identity {
     pub platform: String,
     /// Global memory, bytes.
     pub total_memory: u64,
+    /// PCI address, where the runtime gives it.
+    pub pci_bus_id: Option<String>,
+    /// UUID, where the runtime gives it.
+    pub uuid: Option<String>,
 }
 
 pub(crate) mod sealed {

@@ -115,6 +115,10 @@ impl Runtime for Hip {
         let major = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMajor)?;
         let minor = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMinor)?;
         Ok(Identity {
+            // Not read: the HIP-on-NVIDIA test harness does not export
+            // hipDeviceGetPCIBusId, so nothing here has run it.
+            pci_bus_id: None,
+            uuid: None,
             name,
             vendor: "HIP".to_string(),
             platform: format!("HIP driver version {version}, compute capability {major}.{minor}"),

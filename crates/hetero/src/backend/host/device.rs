@@ -73,6 +73,8 @@ impl HostDevice {
                 compute_units: cpus,
                 warp_size: 1,
                 fp64: true,
+                pci_bus_id: None,
+                uuid: None,
             },
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),

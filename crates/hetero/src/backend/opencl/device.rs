@@ -63,6 +63,23 @@ const WARP_SIZE_NV: u32 = 0x4003;
 /// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (cl_amd_device_attribute_query).
 const WAVEFRONT_WIDTH_AMD: u32 = 0x4043;
 
+/// The device's PCI address where `cl_khr_pci_bus_info` gives it.
+fn pci_bus_id(device: &ClDevice) -> Option<String> {
+    if !device.extensions().unwrap_or_default().contains("cl_khr_pci_bus_info") {
+        return None;
+    }
+    let info = device.pcibusinfokhr_intel().ok()?;
+    Some(format!("{:04x}:{:02x}:{:02x}.{:x}", info.pci_domain, info.pci_bus, info.pci_device, info.pci_function))
+}
+
+/// The device's UUID where `cl_khr_device_uuid` gives one.
+fn uuid(device: &ClDevice) -> Option<String> {
+    if !device.extensions().unwrap_or_default().contains("cl_khr_device_uuid") {
+        return None;
+    }
+    device.uuid_khr().ok().filter(|u| u.iter().any(|&b| b != 0)).map(|u| crate::device::format_uuid(&u))
+}
+
 impl OpenClDevice {
     /// Opens `device` of the platform described by `platform`, as number `ordinal`.
     pub(super) fn new(device: ClDevice, platform: String, ordinal: usize) -> Result<Self> {
@@ -89,6 +106,8 @@ impl OpenClDevice {
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
             fp64: device.double_fp_config().is_ok_and(|config| config != 0),
+            pci_bus_id: pci_bus_id(&device),
+            uuid: uuid(&device),
         };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
         let mapper = Arc::new(stream::create(&context, false)?);
