@@ -73,6 +73,7 @@ EXPORT hipError_t hetero_hipGetDevice(int* device) {
     return e == hipSuccess ? bind_context() : e;
 }
 EXPORT hipError_t hetero_hipDeviceGetName(char* name, int len, hipDevice_t device) { return hipDeviceGetName(name, len, device); }
+EXPORT hipError_t hetero_hipDeviceGetPCIBusId(char* id, int len, int device) { return hipDeviceGetPCIBusId(id, len, device); }
 EXPORT hipError_t hetero_hipDeviceTotalMem(size_t* bytes, hipDevice_t device) { return hipDeviceTotalMem(bytes, device); }
 EXPORT hipError_t hetero_hipDriverGetVersion(int* version) { return hipDriverGetVersion(version); }
 

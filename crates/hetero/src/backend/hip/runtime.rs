@@ -114,10 +114,17 @@ impl Runtime for Hip {
         check("hipDriverGetVersion", unsafe { hip::hipDriverGetVersion(&mut version) })?;
         let major = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMajor)?;
         let minor = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMinor)?;
+        let mut bus = [0 as c_char; 64];
+        // SAFETY: bus holds 64 bytes, as passed; HIP NUL-terminates within them.
+        let pci_bus_id =
+            check("hipDeviceGetPCIBusId", unsafe { hip::hipDeviceGetPCIBusId(bus.as_mut_ptr(), 64, self.ordinal) })
+                .ok()
+                // SAFETY: NUL-terminated by HIP on success.
+                .map(|()| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
         Ok(Identity {
-            // Not read: the HIP-on-NVIDIA test harness does not export
-            // hipDeviceGetPCIBusId, so nothing here has run it.
-            pci_bus_id: None,
+            pci_bus_id,
+            // hipDeviceGetUuid is not read: the HIP-on-NVIDIA harness's
+            // headers (HIP 5.2) do not declare it for NVIDIA.
             uuid: None,
             name,
             vendor: "HIP".to_string(),
