@@ -416,7 +416,10 @@ fn main() -> ExitCode {
 pub fn fresh_device(info: &hetero::DeviceInfo) -> Result<hetero::AnyDevice, Fail> {
     hetero::backend_devices(info.backend)?
         .into_iter()
-        .find(|d| hetero::Device::info(d).name == info.name && hetero::Device::info(d).platform == info.platform)
+        .find(|d| {
+            let found = hetero::Device::info(d);
+            (&found.name, &found.platform, found.ordinal) == (&info.name, &info.platform, info.ordinal)
+        })
         .ok_or_else(|| "the device is gone".into())
 }
 

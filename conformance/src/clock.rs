@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use hetero::{Context, Stream};
+use hetero::{Context, Event, Stream};
 
 /// Where a device's times come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,16 @@ impl Clock {
         match self {
             Clock::Device => None,
             Clock::Host(reason) => Some(reason),
+        }
+    }
+
+    /// Milliseconds from `start` to `stop` (completed events of the timed
+    /// work) on the device's timer, or on the host's from `since`, taken
+    /// when the work's streams were idle, to now.
+    pub fn elapsed_ms(&self, start: &Event, stop: &Event, since: Instant) -> hetero::Result<f64> {
+        match self {
+            Clock::Device => start.elapsed_ms(stop),
+            Clock::Host(_) => Ok(since.elapsed().as_secs_f64() * 1e3),
         }
     }
 }
@@ -108,23 +118,16 @@ pub fn timed<T, E: From<hetero::Error>>(
     stream: &Stream,
     body: impl FnOnce() -> Result<T, E>,
 ) -> Result<(T, f64), E> {
-    match clock {
-        Clock::Device => {
-            let (start, stop) = (ctx.event()?, ctx.event()?);
-            stream.record(&start)?;
-            let value = body()?;
-            stream.record(&stop)?;
-            stop.synchronize()?;
-            Ok((value, start.elapsed_ms(&stop)?))
-        }
-        Clock::Host(_) => {
-            stream.synchronize()?;
-            let start = Instant::now();
-            let value = body()?;
-            stream.synchronize()?;
-            Ok((value, start.elapsed().as_secs_f64() * 1e3))
-        }
+    if clock.unavailable().is_some() {
+        stream.synchronize()?;
     }
+    let (start, stop) = (ctx.event()?, ctx.event()?);
+    let since = Instant::now();
+    stream.record(&start)?;
+    let value = body()?;
+    stream.record(&stop)?;
+    stop.synchronize()?;
+    Ok((value, clock.elapsed_ms(&start, &stop, since)?))
 }
 
 #[cfg(test)]

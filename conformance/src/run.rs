@@ -23,21 +23,19 @@ pub struct Selection {
     pub tuning: workloads::Tuning,
 }
 
-/// The first device's outputs, which later devices are compared with; and
-/// the first device of each backend, which later devices of that backend
-/// and model must agree with (node health).
+/// The first device of each backend and its outputs: the run's first
+/// device is the one every later device is compared with; a backend's
+/// first is the one later devices of that backend and model must agree
+/// with (node health).
 #[derive(Debug, Default)]
 pub struct Baseline {
-    label: Option<String>,
-    outputs: HashMap<(Workload, String), Output>,
-    /// Per backend: the first device's label, name and outputs, where that
-    /// device is not the first of the run (whose outputs are `outputs`).
-    peers: HashMap<String, Peer>,
-    /// Backend and name of the first device.
-    first: Option<(String, String)>,
+    /// By backend name.
+    firsts: HashMap<String, Peer>,
+    /// The backend of the run's first device.
+    first_backend: Option<String>,
 }
 
-/// The first device of a backend, as its peers are checked against it.
+/// The first device of a backend, as later devices are checked against it.
 #[derive(Debug)]
 struct Peer {
     label: String,
@@ -73,16 +71,16 @@ pub fn run_device(
         clock: &clock,
     };
     let d2d_gbps = workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0);
-    let first = baseline.label.is_none();
     let info = ctx.info();
-    let (backend, label) =
-        (info.backend.name().to_string(), format!("{} ({} #{})", info.backend, info.name, info.ordinal));
-    // The first device of a later backend keeps its outputs for its peers.
-    let backend_first =
-        !first && baseline.first.as_ref().is_none_or(|(b, _)| *b != backend) && !baseline.peers.contains_key(&backend);
+    let backend = info.backend.name().to_string();
+    let first = baseline.first_backend.is_none();
+    let backend_first = !baseline.firsts.contains_key(&backend);
     if backend_first {
-        let peer = Peer { label: label.clone(), name: info.name.clone(), outputs: HashMap::new() };
-        baseline.peers.insert(backend.clone(), peer);
+        let label = format!("{} ({} #{})", info.backend, info.name, info.ordinal);
+        baseline.firsts.insert(backend.clone(), Peer { label, name: info.name.clone(), outputs: HashMap::new() });
+    }
+    if first {
+        baseline.first_backend = Some(backend.clone());
     }
     let mut results = Vec::new();
     for &workload in &selection.workloads {
@@ -109,10 +107,6 @@ pub fn run_device(
             results.push(record);
         }
     }
-    if first {
-        baseline.label = Some(label);
-        baseline.first = Some((backend, info.name.clone()));
-    }
     Run {
         backend: ctx.info().backend.name().to_string(),
         device: DeviceReport::from(ctx.info()),
@@ -128,9 +122,9 @@ pub fn run_device(
 struct Device<'a> {
     backend: &'a str,
     name: &'a str,
-    /// The first device of the run: its outputs are the baseline.
+    /// The first device of the run: every later device is compared with it.
     first: bool,
-    /// The first device of its backend, after devices of other backends.
+    /// The first device of its backend: later ones must agree with it.
     backend_first: bool,
 }
 
@@ -153,29 +147,22 @@ fn record(
     let mut record = ResultRecord::from_outcome(workload, size, &outcome);
     let key = (workload, outcome.variant.clone());
     let Some(output) = outcome.output.take() else { return record };
-    if device.first {
-        baseline.outputs.insert(key, output);
-        return record;
-    }
-    if let (Some(against), Some(reference)) = (&baseline.label, baseline.outputs.get(&key)) {
-        record.comparison = output.difference(reference).map(|(abs, rel)| Comparison {
-            against: against.clone(),
+    let first_of_run = baseline.first_backend.as_ref().and_then(|b| baseline.firsts.get(b));
+    if let Some(reference) = first_of_run.filter(|_| !device.first)
+        && let Some(outputs) = reference.outputs.get(&key)
+    {
+        record.comparison = output.difference(outputs).map(|(abs, rel)| Comparison {
+            against: reference.label.clone(),
             max_abs: finite(abs),
             max_rel: finite(rel),
         });
     }
-    // Its peer: the run's first device, or its backend's first.
-    let same_model = |backend: &str, name: &str| backend == device.backend && name == device.name;
-    let peer = match &baseline.first {
-        Some((backend, name)) if same_model(backend, name) => {
-            baseline.label.clone().zip(baseline.outputs.get(&key)).map(|(l, o)| (l, o.difference(&output)))
-        }
-        _ => baseline
-            .peers
-            .get(device.backend)
-            .filter(|p| !device.backend_first && p.name == device.name)
-            .and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output)))),
-    };
+    // Its peer: its backend's first device, where that is of its model.
+    let peer = baseline
+        .firsts
+        .get(device.backend)
+        .filter(|p| !device.backend_first && p.name == device.name)
+        .and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output))));
     if let Some((label, difference)) = peer {
         // Two outputs each within the tolerance of the reference.
         let allowed = if outcome.deterministic { 0.0 } else { 2.0 * record.tolerance.unwrap_or(0.0) };
@@ -194,16 +181,16 @@ fn record(
         }
     }
     if device.backend_first
-        && let Some(peer) = baseline.peers.get_mut(device.backend)
+        && let Some(first) = baseline.firsts.get_mut(device.backend)
     {
-        peer.outputs.insert(key, output);
+        first.outputs.insert(key, output);
     }
     record
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Baseline, Device, record};
+    use super::{Baseline, Device, Peer, record};
     use crate::check::Verdict;
     use crate::workloads::{Outcome, Output, Size, Workload};
 
@@ -220,13 +207,11 @@ mod tests {
     /// of another model is only compared, never failed.
     #[test]
     fn devices_of_one_model_must_agree() {
-        let mut baseline = Baseline {
-            label: Some("host (cpu #0)".into()),
-            first: Some(("host".into(), "cpu".into())),
-            ..Baseline::default()
-        };
-        let first = Device { backend: "host", name: "cpu", first: true, backend_first: false };
-        let later = Device { first: false, ..first };
+        let mut baseline = Baseline { first_backend: Some("host".into()), ..Baseline::default() };
+        let peer = Peer { label: "host (cpu #0)".into(), name: "cpu".into(), outputs: Default::default() };
+        baseline.firsts.insert("host".into(), peer);
+        let first = Device { backend: "host", name: "cpu", first: true, backend_first: true };
+        let later = Device { first: false, backend_first: false, ..first };
         let other = Device { name: "other cpu", ..later };
         let size = Size::Small;
         for (variant, deterministic) in [("exact", true), ("atomic", false)] {

@@ -27,7 +27,6 @@ use rand::Rng;
 use super::scan::ScanPlan;
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{elementwise, gamma, tree_depth};
-use crate::clock::Clock;
 use crate::inputs;
 use crate::timeline::{Kind, Timeline, hidden_copy_fraction, total_ms};
 
@@ -560,7 +559,7 @@ fn pass(
     let joined = ctx.stream()?;
     let start = ctx.event()?;
     // On the host's clock: from idle streams (nothing is enqueued yet).
-    let host_start = Instant::now();
+    let since = Instant::now();
     joined.record(&start)?;
     for lane in &lanes {
         lane.stream.wait(&start)?;
@@ -611,10 +610,7 @@ fn pass(
     let stop = ctx.event()?;
     joined.record(&stop)?;
     stop.synchronize()?;
-    let ms = match clock {
-        Clock::Device => start.elapsed_ms(&stop)?,
-        Clock::Host(_) => host_start.elapsed().as_secs_f64() * 1e3,
-    };
+    let ms = clock.elapsed_ms(&start, &stop, since)?;
 
     let mut got = vec![0.0f32; 2 * total_jets];
     for (i, e) in batches.iter().enumerate() {

@@ -17,7 +17,7 @@ use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
 use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
-use super::event::{ClEvent, is_complete};
+use super::event::{self, ClEvent, is_complete};
 use super::memory::{ClMemory, View};
 use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
@@ -63,18 +63,20 @@ const WARP_SIZE_NV: u32 = 0x4003;
 /// `CL_DEVICE_WAVEFRONT_WIDTH_AMD` (cl_amd_device_attribute_query).
 const WAVEFRONT_WIDTH_AMD: u32 = 0x4043;
 
-/// The device's PCI address where `cl_khr_pci_bus_info` gives it.
-fn pci_bus_id(device: &ClDevice) -> Option<String> {
-    if !device.extensions().unwrap_or_default().contains("cl_khr_pci_bus_info") {
+/// The device's PCI address where `cl_khr_pci_bus_info`, among its
+/// `extensions`, gives it.
+fn pci_bus_id(device: &ClDevice, extensions: &str) -> Option<String> {
+    if !extensions.contains("cl_khr_pci_bus_info") {
         return None;
     }
     let info = device.pcibusinfokhr_intel().ok()?;
     Some(format!("{:04x}:{:02x}:{:02x}.{:x}", info.pci_domain, info.pci_bus, info.pci_device, info.pci_function))
 }
 
-/// The device's UUID where `cl_khr_device_uuid` gives one.
-fn uuid(device: &ClDevice) -> Option<String> {
-    if !device.extensions().unwrap_or_default().contains("cl_khr_device_uuid") {
+/// The device's UUID where `cl_khr_device_uuid`, among its `extensions`,
+/// gives one.
+fn uuid(device: &ClDevice, extensions: &str) -> Option<String> {
+    if !extensions.contains("cl_khr_device_uuid") {
         return None;
     }
     device.uuid_khr().ok().filter(|u| u.iter().any(|&b| b != 0)).map(|u| crate::device::format_uuid(&u))
@@ -88,6 +90,7 @@ impl OpenClDevice {
         let dim = |i: usize| sizes.get(i).map_or(1, |&s| u32::try_from(s).unwrap_or(u32::MAX));
         let vendor_query =
             |param| opencl3::device::get_device_info(device.id(), param).ok().map(|v| v.to_uint()).filter(|&w| w > 0);
+        let extensions = device.extensions().unwrap_or_default();
         let info = DeviceInfo {
             backend: Backend::OpenCl,
             ordinal,
@@ -106,8 +109,8 @@ impl OpenClDevice {
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
             fp64: device.double_fp_config().is_ok_and(|config| config != 0),
-            pci_bus_id: pci_bus_id(&device),
-            uuid: uuid(&device),
+            pci_bus_id: pci_bus_id(&device, &extensions),
+            uuid: uuid(&device, &extensions),
         };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
         let mapper = Arc::new(stream::create(&context, false)?);
@@ -469,10 +472,10 @@ impl Device for OpenClDevice {
             }
             slot.recording()?.ok_or_else(|| error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))
         };
-        let ((first, _), (last, _)) = (recording(start)?, recording(end)?);
-        // Completion as the queues' order implies it (ClEvent::completed).
-        for id in [start, end] {
-            if !self.events.get("elapsed_ms", id.0)?.completed("elapsed_ms")? {
+        let (first, last) = (recording(start)?, recording(end)?);
+        // Completion as the queues' order implies it.
+        for recorded in [&first, &last] {
+            if !event::completed(recorded, "elapsed_ms")? {
                 return Err(error("elapsed_ms", ErrorKind::NotReady, "event has not completed yet"));
             }
         }
@@ -495,7 +498,7 @@ impl Device for OpenClDevice {
             }
             Ok(ended)
         };
-        let (t0, t1) = (time(&first)?, time(&last)?);
+        let (t0, t1) = (time(&first.0)?, time(&last.0)?);
         // Signed difference in floating point: never underflows.
         Ok((t1 as f64 - t0 as f64) / 1e6)
     }

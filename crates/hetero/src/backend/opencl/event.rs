@@ -14,7 +14,7 @@ use crate::error::Result;
 
 /// A recording: the command's event, shared with its queue, and the queue
 /// (none for a user event).
-type Recording = (Arc<Event>, Option<Arc<ClStream>>);
+pub(super) type Recording = (Arc<Event>, Option<Arc<ClStream>>);
 
 /// The latest `cl_event` of one hetero event, and its queue.
 pub(super) struct ClEvent {
@@ -61,26 +61,31 @@ impl ClEvent {
             }
         }
     }
+
+    /// Whether the latest recording has completed ([`completed`]); an
+    /// event never recorded has.
+    pub(super) fn completed(&self, call: &'static str) -> Result<bool> {
+        match self.recording()? {
+            Some(recording) => completed(&recording, call),
+            None => Ok(true),
+        }
+    }
 }
 
-impl ClEvent {
-    /// Whether the latest recording has completed: its event says so, or
-    /// a later command of its in-order queue has completed
-    /// ([`ClStream::drained`]), in which case the event is waited for,
-    /// which returns at once and brings the driver's status up to date. An
-    /// event never recorded has completed.
-    pub(super) fn completed(&self, call: &'static str) -> Result<bool> {
-        let Some((event, source)) = self.recording()? else { return Ok(true) };
-        if is_complete(&event, call)? {
-            return Ok(true);
+/// Whether a recording has completed: its event says so, or a later
+/// command of its in-order queue has completed ([`ClStream::drained`]), in
+/// which case the event is waited for, which returns at once and brings the
+/// driver's status up to date.
+pub(super) fn completed((event, source): &Recording, call: &'static str) -> Result<bool> {
+    if is_complete(event, call)? {
+        return Ok(true);
+    }
+    match source {
+        Some(queue) if queue.drained()? => {
+            event.wait().map_err(super::error::from_cl("clWaitForEvents"))?;
+            is_complete(event, call)
         }
-        match source {
-            Some(queue) if queue.drained()? => {
-                event.wait().map_err(super::error::from_cl("clWaitForEvents"))?;
-                is_complete(&event, call)
-            }
-            _ => Ok(false),
-        }
+        _ => Ok(false),
     }
 }
 
