@@ -137,6 +137,19 @@ EXPORT hipError_t hetero_hipMemcpyDtoHAsync(void* dst, hipDeviceptr_t src, size_
     hipError_t e = bind_context();
     return e == hipSuccess ? hipMemcpyDtoHAsync(dst, src, bytes, stream) : e;
 }
+// Peer copies and access: the CUDA runtime's, after binding the context
+// as every call that enqueues does.
+EXPORT hipError_t hetero_hipDeviceCanAccessPeer(int* can, int device, int peer) {
+    return hipDeviceCanAccessPeer(can, device, peer);
+}
+EXPORT hipError_t hetero_hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipDeviceEnablePeerAccess(peer, flags) : e;
+}
+EXPORT hipError_t hetero_hipMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes, hipStream_t stream) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream) : e;
+}
 EXPORT hipError_t hetero_hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
     hipError_t e = bind_context();
     return e == hipSuccess ? hipMemcpyDtoDAsync(dst, src, bytes, stream) : e;

@@ -16,8 +16,8 @@ use crate::device::{Backend, Device};
 // that enum_dispatch writes here (see the order of modules in lib.rs).
 #[allow(unused_imports)]
 use crate::device::{
-    AllocId, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits, LaunchConfig, ModuleId, StreamFlags,
-    StreamId,
+    AllocId, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits, LaunchConfig, ModuleId, PeerRange,
+    PeerRoute, StreamFlags, StreamId,
 };
 use crate::error::{Error, ErrorKind, Result};
 #[allow(unused_imports)]
@@ -45,6 +45,22 @@ pub enum AnyDevice {
     #[cfg(feature = "hip")]
     #[cfg_attr(docsrs, doc(cfg(feature = "hip")))]
     Hip(HipDevice),
+}
+
+impl AnyDevice {
+    /// The backend's device inside, as `Any` (for [`crate::peer::peer_of`]).
+    pub(crate) fn as_any(&self) -> &dyn std::any::Any {
+        match self {
+            #[cfg(feature = "host")]
+            AnyDevice::Host(d) => d,
+            #[cfg(feature = "opencl")]
+            AnyDevice::OpenCl(d) => d,
+            #[cfg(feature = "cuda")]
+            AnyDevice::Cuda(d) => d,
+            #[cfg(feature = "hip")]
+            AnyDevice::Hip(d) => d,
+        }
+    }
 }
 
 /// Backends compiled into this build, in [`Backend::ALL`] order.

@@ -13,6 +13,7 @@ use std::ptr::NonNull;
 use enum_dispatch::enum_dispatch;
 
 use crate::error::{Error, ErrorKind, Result};
+pub use crate::peer::{PeerRange, PeerRoute};
 pub(crate) use crate::types::INLINE_ARGS;
 pub use crate::types::{AllocId, ArgBytes, Backend, EventId, KernelArg, KernelId, ModuleId, StreamId, UnknownBackend};
 
@@ -417,6 +418,42 @@ pub trait Device: Send + Sync + 'static {
     /// No other stream may use `dst` until the fill completes; the handles
     /// must be owned by the caller.
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
+
+    /// How copies between this device and `peer` (another device of the
+    /// same backend, as in [`PeerRange::device`]) go; the route
+    /// [`Device::copy_peer`] takes. A device of another backend is a
+    /// [`ErrorKind::DeviceMismatch`].
+    fn peer_route(&self, peer: &dyn std::any::Any) -> Result<PeerRoute>;
+    /// Enqueues on `stream`, a stream of this device, a copy from `src` to
+    /// `dst`, ranges of device allocations of two devices of this backend
+    /// (or both of this one), one of them this device. Equal lengths;
+    /// on one device the ranges must not overlap. Returns the route taken.
+    ///
+    /// The copy is ordered on `stream` like any of its operations. The
+    /// other device's streams are not ordered with it: make them wait with
+    /// [`Device::stream_wait_peer_event`]. A staged copy may run part of
+    /// its work on an internal queue of the other device; if the call
+    /// fails after that part was queued, the part touches only the
+    /// staging memory, which is released when it completes.
+    ///
+    /// # Safety
+    /// As [`Device::copy_d2d`], for both devices: no stream of either may
+    /// write `src`, or use `dst`, until the copy completes, and the
+    /// handles must be owned by the caller.
+    unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute>;
+    /// Makes later work on `stream` (of this device) wait for the last
+    /// recording of `event`, an event of `peer` (another device of this
+    /// backend, or this one), without blocking the host: natively on CUDA
+    /// and HIP; on OpenCL across contexts by a user event of this device
+    /// that a completion callback of the peer's event releases; on the host
+    /// by the stream's worker. A failure of the recorded stream fails this
+    /// stream too. A user event of another device is refused
+    /// ([`ErrorKind::InvalidHandle`]): wait for it on a stream of its own
+    /// device and for an event recorded there.
+    ///
+    /// # Safety
+    /// Both handles must be owned by the caller.
+    unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn std::any::Any, event: EventId) -> Result<()>;
 
     /// Builds a module from portable kernel source (see `hetero-kernels`).
     /// `host_kernels` are Rust implementations of its kernels, which only

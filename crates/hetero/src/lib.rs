@@ -53,6 +53,7 @@ pub mod backend;
 mod block;
 mod error;
 pub mod host_kernel;
+mod peer;
 pub mod safe;
 mod select;
 mod shard;
@@ -67,8 +68,8 @@ pub use any::{
 pub use block::BlockRequest;
 pub use device::{
     AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits,
-    LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, StreamFlags, StreamId,
-    UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+    LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, PeerRange, PeerRoute, StreamFlags,
+    StreamId, UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use select::{DeviceList, DeviceSelector};

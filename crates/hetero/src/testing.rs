@@ -13,7 +13,7 @@
 //! is an `Err`.
 
 use crate::any::{AnyDevice, discover};
-use crate::device::Backend;
+use crate::device::{Backend, Device};
 use crate::safe::{AllocatorOptions, Context};
 use crate::select::DeviceSelector;
 
@@ -95,4 +95,30 @@ fn context_with(backend: Backend, options: Option<AllocatorOptions>) -> Result<A
         return Err(format!("{backend} is required by {REQUIRE_VAR} but cannot run: {reason}"));
     }
     Ok(Availability::Skipped(reason))
+}
+
+/// Two contexts of one backend ([`context_pair_or_skip`]).
+pub type ContextPair = (Context<AnyDevice>, Context<AnyDevice>);
+
+/// Two devices of `backend` for tests of work across devices: the chosen
+/// device ([`context`]) and another device of the same platform where
+/// there is one, else a second object of the chosen device (a device to
+/// itself through the peer paths). `Ok(None)` after printing
+/// `skipped: <reason>` as [`context_or_skip`] does.
+pub fn context_pair_or_skip(backend: Backend) -> Result<Option<ContextPair>, String> {
+    let Some(first) = context_or_skip(backend)? else { return Ok(None) };
+    let mut found = discover(backend);
+    let info = first.device().info();
+    let other = found.devices.iter().position(|d| {
+        let i = d.info();
+        i.platform == info.platform && (i.ordinal != info.ordinal || i.name != info.name)
+    });
+    let second = match other {
+        Some(index) => found.devices.remove(index),
+        None => {
+            let selector = device_selector(backend);
+            found.take(&selector).map_err(|e| format!("{}={selector}: {e}", device_var(backend)))?
+        }
+    };
+    Ok(Some((first, Context::new(second))))
 }

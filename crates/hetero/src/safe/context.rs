@@ -78,6 +78,14 @@ impl<D: Device> Context<D> {
         &self.device
     }
 
+    /// How copies between this context's device and `other`'s go
+    /// ([`Stream::copy_peer`]); a context of another backend is a
+    /// [`crate::ErrorKind::DeviceMismatch`].
+    pub fn peer_route(&self, other: &Context<D>) -> Result<crate::PeerRoute> {
+        let peer: &D = &other.device;
+        self.device.peer_route(peer as &dyn std::any::Any)
+    }
+
     /// Allocations whose buffers were dropped while queued work still used
     /// them and that nobody may reuse yet: each is freed, or becomes
     /// reusable in the cache, once that work completes (checked on later

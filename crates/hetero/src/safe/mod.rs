@@ -17,9 +17,12 @@
 //!   stream other than the one that last wrote it makes that stream wait
 //!   for the write's event on the device; writing waits likewise for reads
 //!   on other streams.
-//! - **No mixing of devices.** Streams, events, buffers and kernels carry
-//!   their device; combining objects of two contexts is an
-//!   [`crate::ErrorKind::DeviceMismatch`] error.
+//! - **No mixing of devices, but by peer copies and waits.** Streams,
+//!   events, buffers and kernels carry their device; combining objects of
+//!   two contexts is an [`crate::ErrorKind::DeviceMismatch`] error, except
+//!   for [`Stream::copy_peer`] and [`Stream::wait`] on another device's
+//!   recorded event (same backend), whose hazard tracking spans both
+//!   devices (the `peer` module).
 //! - **Pageable copies block.** [`Stream::copy_from_host`] and
 //!   [`Stream::copy_to_host`] borrow ordinary memory only for the call, so
 //!   they return, also on error, only after the device is done with it.
@@ -59,6 +62,7 @@ mod completion;
 mod context;
 mod event;
 mod module;
+mod peer;
 mod shared;
 mod stream;
 mod tracker;

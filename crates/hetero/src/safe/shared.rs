@@ -9,12 +9,14 @@
 //! to the backend, whose drop opens every gate and releases what remains
 //! once the device's work has finished (see the `Device` contract).
 
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::alloc::{AllocatorOptions, Cache, MemoryKind};
 use super::completion::Waiter;
+use super::peer::Bridge;
 use crate::device::{AllocId, Device, EventId, StreamId};
 use crate::error::Result;
 use crate::shard::{self, Sharded};
@@ -96,7 +98,16 @@ struct Retired {
 /// Public only so that sealed traits can name it; its module is private.
 #[doc(hidden)]
 pub struct Shared<D: Device> {
-    device: D,
+    /// Dropped last, by [`Shared`]'s drop: on its own thread when the
+    /// device's streams may wait on another device ([`Self::crossed`]).
+    device: ManuallyDrop<D>,
+    /// Whether a stream of this device was made to wait on another
+    /// device's event (a peer copy or wait): its backend's drop, which
+    /// waits for its streams, may then wait on work another device holds
+    /// back, such as a gate that this thread opens later.
+    crossed: AtomicBool,
+    /// The bridge streams of peer operations ([`super::peer`]).
+    bridges: Mutex<Vec<Arc<Bridge>>>,
     retired: Mutex<Vec<Retired>>,
     /// `retired.len()`, stored under its lock, read without it: lets
     /// [`Self::reap`] skip the lock when nothing is retired (every driver
@@ -122,13 +133,27 @@ impl<D: Device> Shared<D> {
     pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
         let cache = Cache::new(options, device.info().total_memory);
         Self {
-            device,
+            device: ManuallyDrop::new(device),
+            crossed: AtomicBool::new(false),
+            bridges: Mutex::new(Vec::new()),
             retired: Mutex::new(Vec::new()),
             retired_len: AtomicUsize::new(0),
             spare: shard::each(),
             cache,
             waiter: Arc::new(Waiter::new()),
         }
+    }
+
+    /// Notes that a stream of this device waits on another device.
+    pub(crate) fn cross(&self) {
+        if !self.crossed.load(Ordering::Relaxed) {
+            self.crossed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The bridge streams of peer operations, under their lock.
+    pub(crate) fn bridges(&self) -> MutexGuard<'_, Vec<Arc<Bridge>>> {
+        self.bridges.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The caching allocator's blocks and statistics.
@@ -267,6 +292,13 @@ impl<D: Device> Shared<D> {
 impl<D: Device> Drop for Shared<D> {
     fn drop(&mut self) {
         self.waiter.shut_down();
+        for bridge in std::mem::take(self.bridges.get_mut().unwrap_or_else(PoisonError::into_inner)) {
+            let (id, spare) = bridge.into_parts();
+            self.keep_spare(spare);
+            // SAFETY: the bridge stream is this device's and nobody's any
+            // more; its queued work still runs.
+            let _ = unsafe { self.device.destroy_stream(id) };
+        }
         // Idle cached blocks are freed now; the others join the retired ones.
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             self.cache.trim(self, kind);
@@ -281,5 +313,16 @@ impl<D: Device> Drop for Shared<D> {
         // What remains is in use by work the device has not finished: the
         // backend's own drop waits for that work (after opening every gate)
         // and releases it. Freeing it here could free memory in use.
+        // SAFETY: the device is taken once, here, and not used after.
+        let device = unsafe { ManuallyDrop::take(&mut self.device) };
+        if self.crossed.load(Ordering::Relaxed) {
+            // Its streams may wait on another device's work, which may wait
+            // on a gate this thread has yet to open: the drop must not
+            // block it (`dropping_a_device_with_peer_work_queued`). Where no
+            // thread can be started, the device is dropped here.
+            let _ = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || drop(device));
+        } else {
+            drop(device);
+        }
     }
 }

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::buffer::{Buffer, OnDevice, Pinned, Slice, SliceMut, View};
 use super::completion::{self, Completion};
-use super::event::{Event, Waitable};
+use super::event::Event;
 use super::module::Kernel;
 use super::same_device;
 use super::shared::{Recycler, Shared, Spare};
@@ -216,15 +216,6 @@ impl<D: Device> Stream<D> {
         unsafe { self.device.record_event(event.id, self.id) }?;
         event.untimed.store(!self.timing, Ordering::Relaxed);
         Ok(())
-    }
-
-    /// Makes later work on this stream wait for `event` (no host block).
-    /// If the event's stream failed before reaching it, this stream fails too.
-    pub fn wait(&self, event: &impl Waitable<D>) -> Result<()> {
-        let (device, id) = event.raw();
-        same_device(&self.device, device, "stream_wait_event")?;
-        // SAFETY: both are owned by the typed layer.
-        unsafe { self.device.stream_wait_event(self.id, id) }
     }
 
     /// Checks that every view is of this device and makes the stream wait

@@ -42,7 +42,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use smallvec::SmallVec;
 
 use super::shared::{Mark, Pending, Recycler};
-use crate::device::{Device, StreamId};
+use crate::device::{Device, EventId, StreamId};
 use crate::error::{ErrorKind, Result};
 
 /// Whether an operation reads or writes the tracked memory.
@@ -234,20 +234,34 @@ impl<'a> Held<'a> {
     /// that is over, also by its stream's fault, changed nothing, and
     /// waiting on a faulted stream's mark would fail this stream too.
     pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
+        self.before_with(device, stream, |event| {
+            // SAFETY: a live event of this device (type invariant); the
+            // stream belongs to the caller.
+            unsafe { device.stream_wait_event(stream, event) }
+        })
+    }
+
+    /// As [`Held::before`], for uses whose marks are events of `owner`,
+    /// waited for by `wait`: a stream of another device waits with
+    /// [`Device::stream_wait_peer_event`]. Stream ids are unique in the
+    /// process, so another device's stream never matches a stored one.
+    pub(crate) fn before_with<D: Device>(
+        &self,
+        owner: &D,
+        stream: StreamId,
+        mut wait: impl FnMut(EventId) -> Result<()>,
+    ) -> Result<()> {
         for (guard, range, access) in guard_indices(&self.uses) {
             let state = &self.guards[guard];
             for used in &state.writes {
                 if used.stream != stream && overlaps(&used.range, range) {
-                    // SAFETY: a live event of this device (type
-                    // invariant); the stream belongs to the caller.
-                    unsafe { device.stream_wait_event(stream, used.mark.id())? };
+                    wait(used.mark.id())?;
                 }
             }
             if access == Access::Write {
                 for used in &state.reads {
-                    if used.stream != stream && overlaps(&used.range, range) && !read_is_over(device, used)? {
-                        // SAFETY: as above.
-                        unsafe { device.stream_wait_event(stream, used.mark.id())? };
+                    if used.stream != stream && overlaps(&used.range, range) && !read_is_over(owner, used)? {
+                        wait(used.mark.id())?;
                     }
                 }
             }

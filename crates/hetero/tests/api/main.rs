@@ -7,6 +7,7 @@ mod allocator;
 mod bad_input;
 mod completion;
 mod limits;
+mod peer;
 mod semantics;
 mod user_kernels;
 
@@ -24,7 +25,7 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{allocator, bad_input, completion, context, limits, semantics, user_kernels};
+            use super::{allocator, bad_input, completion, context, limits, peer, semantics, user_kernels};
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -84,6 +85,21 @@ macro_rules! backend_tests {
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);
+                }
+            }
+
+            #[rstest]
+            #[case::copies_both_ways(peer::peer_copies_of_ranges_both_ways)]
+            #[case::event_waits(peer::cross_device_event_waits)]
+            #[case::gate_holds_the_other(peer::a_gate_on_one_device_holds_the_others_dependent_work)]
+            #[case::drops_with_peer_work(peer::dropping_a_device_with_peer_work_queued)]
+            #[case::buffer_refused(peer::a_buffer_of_one_device_is_refused_on_the_other)]
+            #[case::fault_reaches_the_other(peer::a_fault_on_one_device_reaches_the_other)]
+            #[case::routes(peer::routes_are_named)]
+            fn two_devices(#[case] body: fn(&hetero::Context, &hetero::Context)) {
+                if let Some((a, b)) = hetero::testing::context_pair_or_skip($backend).unwrap_or_else(|e| panic!("{e}"))
+                {
+                    body(&a, &b);
                 }
             }
 

@@ -264,7 +264,7 @@ pub fn host_registrations_checked(ctx: &Context) {
     ctx.build_module_with(&format!("{}\n{SOURCE}", hetero::kernels::UTIL), &registrations()).unwrap();
 }
 
-fn reads_past_the_end(block: &Block, args: &Args) -> Fault {
+pub(crate) fn reads_past_the_end(block: &Block, args: &Args) -> Fault {
     let (a, x, y, n) = (args.scalar::<f32>(0)?, args.slice::<f32>(1)?, args.slice_mut::<f32>(2)?, args.u32(3)?);
     for i in indices(block).filter(|&i| i < n as usize) {
         y.set(i, a * x.get(i + 1)?)?;
@@ -277,7 +277,7 @@ fn reads_as_the_wrong_type(_block: &Block, args: &Args) -> Fault {
 }
 
 /// `saxpy` of [`SOURCE`] on the host, implemented by `function`.
-fn host_saxpy(ctx: &Context, function: hetero::host_kernel::KernelFn) -> hetero::Kernel {
+pub(crate) fn host_saxpy(ctx: &Context, function: hetero::host_kernel::KernelFn) -> hetero::Kernel {
     let kernels = [
         HostKernel::new("saxpy", function).scalar::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
         registrations().remove(1),
@@ -286,7 +286,7 @@ fn host_saxpy(ctx: &Context, function: hetero::host_kernel::KernelFn) -> hetero:
 }
 
 /// Enqueues `y = x + y` over 64 elements with a `saxpy` kernel.
-fn launch_saxpy(
+pub(crate) fn launch_saxpy(
     stream: &hetero::Stream,
     kernel: &hetero::Kernel,
     x: &hetero::DeviceBuffer<f32>,

@@ -37,6 +37,13 @@ impl Wrapped {
     }
 }
 
+/// The host device inside a peer that is a `Wrapped`.
+fn inner_of(peer: &dyn std::any::Any) -> Result<&HostDevice> {
+    peer.downcast_ref::<Wrapped>().map(|w| &w.inner).ok_or_else(|| {
+        Error::new(Backend::Host, "peer", ErrorKind::DeviceMismatch, "the peer is not a wrapped host device")
+    })
+}
+
 impl Device for Wrapped {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -144,6 +151,24 @@ impl Device for Wrapped {
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.fill_u32(dst, pattern, stream) }
+    }
+    fn peer_route(&self, peer: &dyn std::any::Any) -> Result<hetero::PeerRoute> {
+        self.inner.peer_route(inner_of(peer)?)
+    }
+    unsafe fn copy_peer(
+        &self,
+        src: hetero::PeerRange<'_>,
+        dst: hetero::PeerRange<'_>,
+        stream: StreamId,
+    ) -> Result<hetero::PeerRoute> {
+        let (from, to) = (inner_of(src.device)?, inner_of(dst.device)?);
+        let (src, dst) = (hetero::PeerRange::new(from, src.range), hetero::PeerRange::new(to, dst.range));
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.copy_peer(src, dst, stream) }
+    }
+    unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn std::any::Any, event: EventId) -> Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.stream_wait_peer_event(stream, inner_of(peer)?, event) }
     }
     fn build_module(&self, source: &str, host_kernels: &[hetero::host_kernel::HostKernel]) -> Result<ModuleId> {
         self.inner.build_module(source, host_kernels)

@@ -337,6 +337,39 @@ impl Runtime for Cuda {
         check("cuMemcpyDtoDAsync", unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, stream) })
     }
 
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        if self.device == peer.device {
+            return Ok(false);
+        }
+        let mut can = 0;
+        // SAFETY: can is a valid out-pointer; both are device handles.
+        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, self.device, peer.device) })?;
+        Ok(can != 0)
+    }
+
+    unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        // SAFETY: this device's context is current (the caller's contract);
+        // the peer's primary context is retained by `peer`.
+        match unsafe { sys::cuCtxEnablePeerAccess(peer.context, 0) } {
+            sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            other => check("cuCtxEnablePeerAccess", other),
+        }
+    }
+
+    unsafe fn copy_peer(
+        &self,
+        dst: sys::CUdeviceptr,
+        to: &Self,
+        src: sys::CUdeviceptr,
+        from: &Self,
+        len: usize,
+        stream: sys::CUstream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract: checked ranges of live memory of
+        // each context, a stream of this device.
+        check("cuMemcpyPeerAsync", unsafe { sys::cuMemcpyPeerAsync(dst, to.context, src, from.context, len, stream) })
+    }
+
     unsafe fn fill_u32(&self, dst: sys::CUdeviceptr, value: u32, count: usize, stream: sys::CUstream) -> Result<()> {
         // SAFETY: the caller's contract (checked, 4-byte aligned range).
         check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst, value, count, stream) })

@@ -1,5 +1,6 @@
 //! [`GpuDevice`]: the one [`Device`] implementation of CUDA and HIP.
 
+use std::any::Any;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -20,6 +21,7 @@ use crate::device::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
+use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
 /// [`crate::backend::hip::HipDevice`]). Every call makes the device current
@@ -38,6 +40,9 @@ pub struct GpuDevice<R: Runtime> {
     allocs: Allocations<GpuMemory<R>>,
     modules: Handles<GpuModule<R>>,
     kernels: Handles<GpuKernel<R>>,
+    /// The route to each peer device asked for so far, by its
+    /// [`Runtime::device_key`] (peer access is enabled once).
+    peer_routes: Mutex<Vec<(i64, PeerRoute)>>,
 }
 
 // SAFETY: the runtime's handles may be used from any thread; all mutable
@@ -103,6 +108,7 @@ impl<R: Runtime> GpuDevice<R> {
             allocs: Allocations::new(b),
             modules: Handles::new(b, "module"),
             kernels: Handles::new(b, "kernel"),
+            peer_routes: Mutex::new(Vec::new()),
         })
     }
 
@@ -145,6 +151,30 @@ impl<R: Runtime> GpuDevice<R> {
             check_range(R::BACKEND, call, range.offset, range.len, mem.size)?;
             mem.device_ptr(call, range.offset)
         })?
+    }
+
+    /// How copies between this device and `peer` go: direct on one
+    /// physical device, or where the runtime allows peer access (enabled
+    /// here, once per pair); else staged by the driver through the host.
+    fn route_to(&self, peer: &Self) -> Result<PeerRoute> {
+        let key = peer.runtime.device_key();
+        if key == self.runtime.device_key() {
+            return Ok(PeerRoute::Direct);
+        }
+        let mut routes = self.peer_routes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&(_, route)) = routes.iter().find(|(k, _)| *k == key) {
+            return Ok(route);
+        }
+        self.enter()?;
+        let route = if self.check(self.runtime.can_access_peer(&peer.runtime))? {
+            // SAFETY: this device is current; the peer's runtime is live.
+            self.check(unsafe { self.runtime.enable_peer_access(&peer.runtime) })?;
+            PeerRoute::Direct
+        } else {
+            PeerRoute::Staged
+        };
+        routes.push((key, route));
+        Ok(route)
     }
 
     fn new_event(&self, timing: bool) -> Result<EventId> {
@@ -520,6 +550,45 @@ impl<R: Runtime> Device for GpuDevice<R> {
         }
         // SAFETY: the range is checked, 4-byte aligned device memory.
         self.check(unsafe { self.runtime.fill_u32(to, pattern, dst.len / 4, held.raw) })
+    }
+
+    fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {
+        self.route_to(peer_of::<Self>(R::BACKEND, "peer_route", peer)?)
+    }
+
+    unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
+        self.enter()?;
+        let (from, to) = sides(self, "copy_peer", src, dst)?;
+        check_copy_ranges(R::BACKEND, src.range, dst.range)?;
+        let (source, target) = (from.address("copy_peer", src.range)?, to.address("copy_peer", dst.range)?);
+        let route = self.route_to(if std::ptr::eq(self, from) { to } else { from })?;
+        let held = self.stream("copy_peer", stream)?;
+        if src.range.len == 0 {
+            return Ok(route);
+        }
+        // SAFETY: both ranges are checked device memory of their devices,
+        // which do not overlap (two devices, or checked on one); the stream
+        // is this device's, which is current.
+        self.check(unsafe {
+            self.runtime.copy_peer(target, &to.runtime, source, &from.runtime, src.range.len, held.raw)
+        })?;
+        Ok(route)
+    }
+
+    unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
+        let peer = peer_of::<Self>(R::BACKEND, "stream_wait_peer_event", peer)?;
+        if std::ptr::eq(self, peer) {
+            // SAFETY: the caller's contract.
+            return unsafe { self.stream_wait_event(stream, event) };
+        }
+        self.enter()?;
+        let held = self.stream("stream_wait_peer_event", stream)?;
+        match &*peer.events.get("stream_wait_peer_event", event.0)? {
+            // SAFETY: a live stream of this device, which is current, and a
+            // live event of the peer: the runtimes wait across devices.
+            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
+            GpuEvent::User { .. } => Err(peer_gate_refused_on(R::BACKEND)),
+        }
     }
 
     fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {

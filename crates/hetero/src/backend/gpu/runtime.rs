@@ -144,6 +144,24 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn copy_d2h(&self, dst: *mut u8, src: Self::Ptr, len: usize, stream: Self::Stream) -> Result<()>;
     /// Enqueues a device-to-device copy.
     unsafe fn copy_d2d(&self, dst: Self::Ptr, src: Self::Ptr, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Whether this device can read and write `peer`'s memory directly
+    /// (`false` for one physical device: it is no peer of itself).
+    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
+    /// Lets this (current) device reach `peer`'s memory directly; access
+    /// already enabled is success.
+    unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()>;
+    /// Enqueues a copy of `len` bytes from `src`, memory of `from`, to
+    /// `dst`, memory of `to`, on `stream` of this device.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn copy_peer(
+        &self,
+        dst: Self::Ptr,
+        to: &Self,
+        src: Self::Ptr,
+        from: &Self,
+        len: usize,
+        stream: Self::Stream,
+    ) -> Result<()>;
     /// Enqueues filling `count` 32-bit words at `dst` with `value`.
     unsafe fn fill_u32(&self, dst: Self::Ptr, value: u32, count: usize, stream: Self::Stream) -> Result<()>;
 

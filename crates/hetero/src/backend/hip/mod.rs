@@ -147,6 +147,14 @@ pub mod ffi {
         hipMemcpyDtoHAsync(dst: *mut c_void, src: hipDeviceptr_t, bytes: usize, stream: hipStream_t);
         hipMemcpyDtoDAsync(dst: hipDeviceptr_t, src: hipDeviceptr_t, bytes: usize, stream: hipStream_t);
         hipMemsetD32Async(dst: hipDeviceptr_t, value: c_int, count: usize, stream: hipStream_t);
+        hipMemcpyPeerAsync(
+            dst: *mut c_void,
+            dst_device: c_int,
+            src: *const c_void,
+            src_device: c_int,
+            bytes: usize,
+            stream: hipStream_t,
+        );
         hipModuleLaunchKernel(
             function: hipFunction_t,
             grid_x: c_uint,

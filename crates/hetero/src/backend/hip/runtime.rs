@@ -309,6 +309,40 @@ impl Runtime for Hip {
         check("hipMemcpyDtoDAsync", unsafe { hip::hipMemcpyDtoDAsync(dst, src, len, stream) })
     }
 
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        if self.ordinal == peer.ordinal {
+            return Ok(false);
+        }
+        let mut can = 0;
+        // SAFETY: can is a valid out-pointer; both are device indices.
+        check("hipDeviceCanAccessPeer", unsafe { hip::hipDeviceCanAccessPeer(&mut can, self.ordinal, peer.ordinal) })?;
+        Ok(can != 0)
+    }
+
+    unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        // SAFETY: this device is current (the caller's contract).
+        match unsafe { hip::hipDeviceEnablePeerAccess(peer.ordinal, 0) } {
+            hip::hipError_t_hipErrorPeerAccessAlreadyEnabled => Ok(()),
+            other => check("hipDeviceEnablePeerAccess", other),
+        }
+    }
+
+    unsafe fn copy_peer(
+        &self,
+        dst: hip::hipDeviceptr_t,
+        to: &Self,
+        src: hip::hipDeviceptr_t,
+        from: &Self,
+        len: usize,
+        stream: hip::hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract: checked ranges of live memory of
+        // each device, a stream of this device.
+        check("hipMemcpyPeerAsync", unsafe {
+            hip::hipMemcpyPeerAsync(dst, to.ordinal, src.cast_const(), from.ordinal, len, stream)
+        })
+    }
+
     unsafe fn fill_u32(
         &self,
         dst: hip::hipDeviceptr_t,

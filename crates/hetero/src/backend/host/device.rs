@@ -1,5 +1,6 @@
 //! [`HostDevice`]: the handle tables and the [`Device`] implementation.
 
+use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +22,7 @@ use crate::device::{
 };
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
+use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// A kernel handle's implementation, shared with the launches that run it.
 type KernelEntry = Arc<HostKernel>;
@@ -113,6 +115,42 @@ impl HostDevice {
             return Err(error(call, ErrorKind::InvalidHandle, "allocation is pinned host memory, not device memory"));
         }
         Ok(mem)
+    }
+
+    /// Enqueues on `stream` (of this device) a copy from `src` of device
+    /// `from` to `dst` of device `to`: the worker copies between the two
+    /// allocations, which it holds until it has.
+    fn copy_between(
+        &self,
+        from: &HostDevice,
+        src: DeviceRange,
+        to: &HostDevice,
+        dst: DeviceRange,
+        stream: StreamId,
+        call: &'static str,
+    ) -> Result<()> {
+        check_copy_ranges(Backend::Host, src, dst)?;
+        let (source, target) = (from.device_range(call, src)?, to.device_range(call, dst)?);
+        let queue = self.stream(call, stream)?;
+        if src.len == 0 {
+            return Ok(());
+        }
+        queue.enqueue(
+            call,
+            Box::new(move || {
+                // SAFETY: both ranges lie inside their allocations, which
+                // this closure keeps alive, and do not overlap (checked
+                // above; allocations of two devices never share bytes).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        source.ptr().as_ptr().add(src.offset),
+                        target.ptr().as_ptr().add(dst.offset),
+                        src.len,
+                    )
+                };
+                Ok(())
+            }),
+        )
     }
 
     fn enqueue(&self, call: &'static str, stream: StreamId, op: Op) -> Result<()> {
@@ -295,27 +333,7 @@ impl Device for HostDevice {
     }
 
     unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
-        check_copy_ranges(Backend::Host, src, dst)?;
-        let (from, to) = (self.device_range("copy_d2d", src)?, self.device_range("copy_d2d", dst)?);
-        if src.len == 0 {
-            return Ok(());
-        }
-        self.enqueue(
-            "copy_d2d",
-            stream,
-            Box::new(move || {
-                // SAFETY: both ranges lie inside their allocations and do
-                // not overlap (checked above).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        from.ptr().as_ptr().add(src.offset),
-                        to.ptr().as_ptr().add(dst.offset),
-                        src.len,
-                    )
-                };
-                Ok(())
-            }),
-        )
+        self.copy_between(self, src, self, dst, stream, "copy_d2d")
     }
 
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
@@ -338,6 +356,28 @@ impl Device for HostDevice {
                 Ok(())
             }),
         )
+    }
+
+    fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {
+        peer_of::<HostDevice>(Backend::Host, "peer_route", peer).map(|_| PeerRoute::Direct)
+    }
+
+    unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
+        let (from, to) = sides(self, "copy_peer", src, dst)?;
+        self.copy_between(from, src.range, to, dst.range, stream, "copy_peer")?;
+        Ok(PeerRoute::Direct)
+    }
+
+    unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
+        let peer = peer_of::<HostDevice>(Backend::Host, "stream_wait_peer_event", peer)?;
+        let ev = peer.event("stream_wait_peer_event", event)?;
+        if ev.is_user() && !std::ptr::eq(self, peer) {
+            return Err(peer_gate_refused_on(Backend::Host));
+        }
+        let generation = ev.current();
+        // The worker blocks, not the caller; a failure of the recorded
+        // stream becomes this stream's failure.
+        self.enqueue("stream_wait_peer_event", stream, Box::new(move || ev.wait_for(generation)))
     }
 
     fn build_module(&self, source: &str, host_kernels: &[HostKernel]) -> Result<ModuleId> {

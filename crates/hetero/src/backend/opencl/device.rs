@@ -1,8 +1,9 @@
 //! [`OpenClDevice`]: one device of one OpenCL platform.
 
+use std::any::Any;
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::command_queue::{
     CommandQueue, enqueue_copy_buffer, enqueue_fill_buffer, enqueue_nd_range_kernel, enqueue_read_buffer,
@@ -18,7 +19,7 @@ use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
 use super::event::{self, ClEvent, is_complete};
-use super::memory::{ClMemory, View};
+use super::memory::{ClMemory, Staging, View};
 use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
 use crate::backend::allocations::Allocations;
@@ -31,6 +32,7 @@ use crate::device::{
 };
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
+use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// An OpenCL device with its own context.
 pub struct OpenClDevice {
@@ -50,6 +52,9 @@ pub struct OpenClDevice {
     allocs: Allocations<ClMemory>,
     modules: Handles<opencl3::program::Program>,
     kernels: Handles<ClKernel>,
+    /// The queue for this device's half of staged peer copies that run on
+    /// another device's stream; made at the first.
+    peer_queue: Mutex<Option<Arc<ClStream>>>,
 }
 
 impl std::fmt::Debug for OpenClDevice {
@@ -127,7 +132,106 @@ impl OpenClDevice {
             allocs: Allocations::new(Backend::OpenCl),
             modules: Handles::new(Backend::OpenCl, "module"),
             kernels: Handles::new(Backend::OpenCl, "kernel"),
+            peer_queue: Mutex::new(None),
         })
+    }
+
+    /// The queue for this device's half of staged peer copies.
+    fn peer_queue(&self) -> Result<Arc<ClStream>> {
+        let mut queue = self.peer_queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(queue) = queue.as_ref() {
+            return Ok(Arc::clone(queue));
+        }
+        let made = ClStream::new(&self.context, false, &self.queues)?;
+        *queue = Some(Arc::clone(&made));
+        Ok(made)
+    }
+
+    /// A copy from `source` (of device `from`) to `target` (of `to`)
+    /// through host memory, on `queue` of this device, one of the two: the
+    /// read runs on the source's side, the write on the destination's,
+    /// the other device's half on its peer queue, each half waiting for
+    /// the one before through a [`event::bridge`]. `queue` then follows
+    /// the write. On an error after a half was enqueued, both queues are
+    /// finished before it returns (nothing still uses the memory).
+    #[allow(clippy::too_many_arguments)]
+    fn staged_copy(
+        &self,
+        queue: &ClStream,
+        (from, source, src): (&OpenClDevice, View, DeviceRange),
+        (to, target, dst): (&OpenClDevice, View, DeviceRange),
+    ) -> Result<()> {
+        let mut staging = Staging::new(src.len)?;
+        let bytes = staging.ptr();
+        let pull = std::ptr::eq(self, to);
+        let theirs = if pull { from.peer_queue()? } else { to.peer_queue()? };
+        let read = |on: &ClStream| {
+            // SAFETY: the range lies in the buffer (checked by the caller);
+            // the staging bytes live until the last command using them
+            // completes; the wait list is valid for the call.
+            on.enqueue_flushed("clEnqueueReadBuffer", &mut |n, list| unsafe {
+                enqueue_read_buffer(
+                    on.queue.get(),
+                    source.mem,
+                    CL_NON_BLOCKING,
+                    src.offset,
+                    src.len,
+                    bytes.cast(),
+                    n,
+                    list,
+                )
+            })
+        };
+        let write = |on: &ClStream| {
+            // SAFETY: as for the read.
+            on.enqueue_flushed("clEnqueueWriteBuffer", &mut |n, list| unsafe {
+                enqueue_write_buffer(
+                    on.queue.get(),
+                    target.mem,
+                    CL_NON_BLOCKING,
+                    dst.offset,
+                    dst.len,
+                    bytes.cast(),
+                    n,
+                    list,
+                )
+            })
+        };
+        // The last command enqueued that uses the staging bytes.
+        let mut last: Option<Arc<Event>> = None;
+        let mut steps = || -> Result<()> {
+            if pull {
+                let here = queue.recording(false)?;
+                queue.flush()?;
+                theirs.defer_wait(event::bridge(&here, &from.context)?);
+                let done = read(&theirs)?;
+                last = Some(Arc::clone(&done));
+                queue.defer_wait(event::bridge(&done, &self.context)?);
+                last = Some(write(queue)?);
+            } else {
+                let done = read(queue)?;
+                last = Some(Arc::clone(&done));
+                theirs.defer_wait(event::bridge(&done, &to.context)?);
+                let written = write(&theirs)?;
+                last = Some(Arc::clone(&written));
+                queue.defer_wait(event::bridge(&written, &self.context)?);
+                queue.recording(false)?;
+                queue.flush()?;
+            }
+            Ok(())
+        };
+        let outcome = steps();
+        match last {
+            Some(last) => {
+                if outcome.is_err() {
+                    let _ = queue.finish();
+                    let _ = theirs.finish();
+                }
+                staging.free_after(&last);
+            }
+            None => drop(staging),
+        }
+        outcome
     }
 
     fn queue(&self, call: &'static str, id: StreamId) -> Result<Arc<ClStream>> {
@@ -600,6 +704,45 @@ impl Device for OpenClDevice {
         })
     }
 
+    fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {
+        let peer = peer_of::<Self>(Backend::OpenCl, "peer_route", peer)?;
+        Ok(if std::ptr::eq(self, peer) { PeerRoute::Direct } else { PeerRoute::Staged })
+    }
+
+    unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
+        let (from, to) = sides(self, "copy_peer", src, dst)?;
+        if std::ptr::eq(from, to) {
+            // SAFETY: the caller's contract is copy_d2d's.
+            return unsafe { self.copy_d2d(src.range, dst.range, stream) }.map(|()| PeerRoute::Direct);
+        }
+        check_copy_ranges(Backend::OpenCl, src.range, dst.range)?;
+        let source = from.device_range("copy_peer", src.range)?;
+        let target = to.device_range("copy_peer", dst.range)?;
+        let queue = self.queue("copy_peer", stream)?;
+        if src.range.len > 0 {
+            self.staged_copy(&queue, (from, source, src.range), (to, target, dst.range))?;
+        }
+        Ok(PeerRoute::Staged)
+    }
+
+    unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
+        let peer = peer_of::<Self>(Backend::OpenCl, "stream_wait_peer_event", peer)?;
+        if std::ptr::eq(self, peer) {
+            // SAFETY: the caller's contract.
+            return unsafe { self.stream_wait_event(stream, event) };
+        }
+        let queue = self.queue("stream_wait_peer_event", stream)?;
+        let slot = peer.events.get("stream_wait_peer_event", event.0)?;
+        if slot.user {
+            return Err(peer_gate_refused_on(Backend::OpenCl));
+        }
+        // `current` flushed the event's queue, so the callback will come.
+        if let Some(recorded) = slot.current()? {
+            queue.defer_wait(event::bridge(&recorded, &self.context)?);
+        }
+        Ok(())
+    }
+
     fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
         Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), source)?)))
     }
@@ -651,6 +794,9 @@ impl Drop for OpenClDevice {
         }
         for stream in self.streams.take_all() {
             let _ = stream.finish();
+        }
+        if let Some(queue) = self.peer_queue.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = queue.finish();
         }
     }
 }

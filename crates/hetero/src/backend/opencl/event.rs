@@ -97,3 +97,37 @@ pub(super) fn is_complete(event: &Event, call: &'static str) -> Result<bool> {
     }
     Ok(status.0 == CL_COMPLETE)
 }
+
+/// A user event of `context` that completes when `event` does, failing
+/// with its status when it fails: a wait across contexts, which OpenCL's
+/// wait lists do not allow, with no thread blocked. `event`'s queue must be
+/// flushed for it to complete.
+pub(super) fn bridge(event: &Event, context: &opencl3::context::Context) -> Result<Arc<Event>> {
+    let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
+    let user = Event::new(raw);
+    // SAFETY: raw is a live event; the callback owns this second reference
+    // and releases it.
+    unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
+    match event.set_callback(CL_COMPLETE, release_bridge, raw.cast()) {
+        Ok(()) => Ok(Arc::new(user)),
+        Err(e) => {
+            // SAFETY: the reference the callback would have released.
+            let _ = unsafe { opencl3::event::release_event(raw) };
+            Err(super::error::from_cl("clSetEventCallback")(e))
+        }
+    }
+}
+
+/// The completion callback of [`bridge`]: completes the user event in
+/// `data` with the source event's status, and releases it.
+extern "C" fn release_bridge(
+    _event: opencl3::types::cl_event,
+    status: opencl3::types::cl_int,
+    data: *mut std::ffi::c_void,
+) {
+    let user: opencl3::types::cl_event = data.cast();
+    let status = if status < 0 { status } else { CL_COMPLETE };
+    let _ = opencl3::event::set_user_event_status(user, status);
+    // SAFETY: the reference `bridge` retained for this callback, called once.
+    let _ = unsafe { opencl3::event::release_event(user) };
+}

@@ -125,3 +125,49 @@ impl Drop for ClMemory {
         let _ = unsafe { release_mem_object(self.mem) };
     }
 }
+
+/// Host memory a staged peer copy passes through: read into from the
+/// source's buffer, written from into the destination's, and freed by a
+/// completion callback of the last command that uses it.
+pub(super) struct Staging(Vec<u8>);
+
+impl Staging {
+    /// `len` bytes; `OutOfMemory` when the host has none to give.
+    pub(super) fn new(len: usize) -> Result<Box<Self>> {
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(len).map_err(|_| {
+            super::error::error(
+                "copy_peer",
+                crate::ErrorKind::OutOfMemory,
+                format!("no host memory for a staging buffer of {len} bytes"),
+            )
+        })?;
+        bytes.resize(len, 0);
+        Ok(Box::new(Self(bytes)))
+    }
+
+    /// The bytes, for the commands that read and write them.
+    pub(super) fn ptr(&mut self) -> *mut u8 {
+        self.0.as_mut_ptr()
+    }
+
+    /// Frees the memory once `last` (the last command using it) has
+    /// completed or failed. Where no callback can be set, the memory is
+    /// leaked: commands may still use it.
+    pub(super) fn free_after(self: Box<Self>, last: &opencl3::event::Event) {
+        let data = Box::into_raw(self);
+        if last.set_callback(opencl3::event::CL_COMPLETE, free_staging, data.cast()).is_err() {
+            // Leaked on purpose (see above).
+        }
+    }
+}
+
+/// The completion callback of [`Staging::free_after`].
+extern "C" fn free_staging(
+    _event: opencl3::types::cl_event,
+    _status: opencl3::types::cl_int,
+    data: *mut std::ffi::c_void,
+) {
+    // SAFETY: `data` is the box `free_after` gave up, and the callback runs once.
+    drop(unsafe { Box::from_raw(data.cast::<Staging>()) });
+}

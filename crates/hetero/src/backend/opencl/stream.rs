@@ -201,6 +201,21 @@ impl ClStream {
         Ok(())
     }
 
+    /// As [`Self::enqueue`], returning the command's event, and flushing
+    /// the queue: for commands that something outside the queue's device
+    /// waits on (the halves of a staged peer copy).
+    pub(super) fn enqueue_flushed(&self, call: &'static str, command: Command<'_>) -> Result<Arc<Event>> {
+        let event = {
+            let mut last = self.lock();
+            self.push(&mut last, call, true, self.queues.now(), command)?;
+            last.event.as_ref().map(|(event, _)| Arc::clone(event))
+        };
+        self.flush_quietly();
+        event.ok_or_else(|| {
+            super::error::error(call, crate::ErrorKind::Driver, "the command just enqueued has no event")
+        })
+    }
+
     /// As [`Self::enqueue`] for a command that does not block; a blocking
     /// one runs outside the lock, after the pending waits and a flush of
     /// every queue of the device, and is not remembered: when it returns,

@@ -1,0 +1,214 @@
+//! Work across two devices of one backend: peer copies, waits on another
+//! device's events, and hazard tracking that spans both. Each body gets two
+//! contexts (`hetero::testing::context_pair_or_skip`): two devices where
+//! the backend has them, else two objects of one device.
+
+use std::time::Duration;
+
+use hetero::{BlockRequest, Context, ErrorKind, Kernel, LaunchConfig, PeerRoute};
+
+use super::user_kernels::{host_saxpy, launch_saxpy, reads_past_the_end};
+
+fn affine(ctx: &Context) -> Kernel {
+    ctx.build_module(hetero::kernels::UTIL).and_then(|m| m.kernel("affine_u32")).expect("affine_u32 builds")
+}
+
+/// Enqueues x = a * x + b over the whole buffer.
+fn launch_affine(stream: &hetero::Stream, kernel: &Kernel, x: &mut hetero::DeviceBuffer<u32>, a: u32, b: u32) {
+    let n = x.len() as u32;
+    let xs = x.slice_mut(..).expect("whole buffer");
+    let threads = kernel.block_size(BlockRequest::new(64));
+    let config = LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0);
+    // SAFETY: affine_u32 touches x[0..n) and x holds n elements.
+    unsafe { stream.launch(kernel, config, &[(&xs).into(), n.into(), a.into(), b.into()]) }.expect("launch");
+}
+
+/// Runs `body` on another thread and fails if it has not returned in time.
+fn within<T: Send + 'static>(seconds: u64, what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(body());
+    });
+    rx.recv_timeout(Duration::from_secs(seconds)).unwrap_or_else(|_| panic!("{what} did not return within {seconds} s"))
+}
+
+/// Ranges at offsets, copied both ways, on a stream of either device.
+pub fn peer_copies_of_ranges_both_ways(a: &Context, b: &Context) {
+    let route = a.peer_route(b).unwrap();
+    assert_eq!(route, b.peer_route(a).unwrap(), "one route each way");
+    let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+    let data: Vec<u32> = (0..4096).collect();
+    let on_a = sa.upload(&data).unwrap();
+    let mut on_b = sb.alloc_zeros::<u32>(4096).unwrap();
+    // Pull on B's stream: A[100..1100) to B[2000..3000).
+    let taken = sb.copy_peer(on_a.slice(100..1100).unwrap(), on_b.slice_mut(2000..3000).unwrap()).unwrap();
+    assert_eq!(taken, route, "the copy reports the route peer_route names");
+    // Push on A's stream: A[0..64) to B[4000..4064).
+    sa.copy_peer(on_a.slice(0..64).unwrap(), on_b.slice_mut(4000..4064).unwrap()).unwrap();
+    let got = sb.download(&on_b).unwrap();
+    for (i, &v) in got.iter().enumerate() {
+        let want = match i {
+            2000..3000 => (i - 1900) as u32,
+            4000..4064 => (i - 4000) as u32,
+            _ => 0,
+        };
+        assert_eq!(v, want, "element {i} after copies A -> B");
+    }
+    // And back: B[2000..2100) to A[3000..3100), on B's stream, then A's.
+    let mut back = sa.alloc_zeros::<u32>(4096).unwrap();
+    sb.copy_peer(on_b.slice(2000..2100).unwrap(), back.slice_mut(3000..3100).unwrap()).unwrap();
+    sa.copy_peer(on_b.slice(4000..4010).unwrap(), back.slice_mut(10..20).unwrap()).unwrap();
+    let got = sa.download(&back).unwrap();
+    assert_eq!(&got[3000..3100], &data[100..200]);
+    assert_eq!(&got[10..20], &data[0..10]);
+    assert!(got[..10].iter().chain(&got[20..3000]).chain(&got[3100..]).all(|&v| v == 0));
+    // Lengths must agree; an empty copy is a no-op that still names the route.
+    let err = sb.copy_peer(on_a.slice(0..10).unwrap(), on_b.slice_mut(0..11).unwrap()).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::OutOfBounds, "{err}");
+    assert_eq!(sb.copy_peer(on_a.slice(5..5).unwrap(), on_b.slice_mut(7..7).unwrap()).unwrap(), route);
+}
+
+/// A stream of B waits for an event recorded on A, on the device.
+pub fn cross_device_event_waits(a: &Context, b: &Context) {
+    let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+    let gate = a.user_event().unwrap();
+    let event = a.event().unwrap();
+    sa.wait(&gate).unwrap();
+    sa.record(&event).unwrap();
+    sb.wait(&event).unwrap();
+    let mut x = sb.alloc_zeros::<u32>(256).unwrap();
+    sb.fill(&mut x, 7).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!sb.query().unwrap(), "B's stream waits for A's event while A's gate is held");
+    gate.complete().unwrap();
+    assert!(sb.download(&x).unwrap().iter().all(|&v| v == 7));
+    assert!(event.query().unwrap());
+    // A gate of another device is refused: it is waited for through an
+    // event recorded after it.
+    let other_gate = a.user_event().unwrap();
+    let err = sb.wait(&other_gate).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidHandle, "{err}");
+}
+
+/// A gate held on A delays B's copy of A's data and B's kernel on it; the
+/// result is A's data after A's kernel.
+pub fn a_gate_on_one_device_holds_the_others_dependent_work(a: &Context, b: &Context) {
+    let (ka, kb) = (affine(a), affine(b));
+    let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+    let mut src = sa.upload(&(0..1024).collect::<Vec<u32>>()).unwrap();
+    let mut dst = sb.alloc_zeros::<u32>(1024).unwrap();
+    let gate = a.user_event().unwrap();
+    sa.wait(&gate).unwrap();
+    launch_affine(&sa, &ka, &mut src, 2, 1);
+    sb.copy_peer(&src, &mut dst).unwrap();
+    launch_affine(&sb, &kb, &mut dst, 3, 0);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!sb.query().unwrap(), "B's copy and kernel wait for A's gated write");
+    gate.complete().unwrap();
+    let got = sb.download(&dst).unwrap();
+    for (i, &v) in got.iter().enumerate() {
+        assert_eq!(v, 3 * (2 * i as u32 + 1), "element {i}");
+    }
+    // A's next write waits for B's read of src (write-after-read across devices).
+    launch_affine(&sa, &ka, &mut src, 0, 5);
+    sb.copy_peer(&src, &mut dst).unwrap();
+    assert!(sb.download(&dst).unwrap().iter().all(|&v| v == 5));
+}
+
+/// Dropping buffers, streams and contexts of either device while peer
+/// work is held behind a gate neither hangs nor frees memory the work
+/// still uses: the result arrives intact once the gate opens.
+pub fn dropping_a_device_with_peer_work_queued(a: &Context, b: &Context) {
+    let (a, b, backend) = (a.clone(), b.clone(), a.info().backend);
+    within(30, "dropping objects of two devices with peer work queued", move || {
+        let sa = a.stream().unwrap();
+        let sb = b.stream().unwrap();
+        let gate = a.user_event().unwrap();
+        let src = sa.upload(&[9u32; 4096]).unwrap();
+        let mut dst = sb.alloc::<u32>(4096).unwrap();
+        let mut out = b.alloc_pinned::<u32>(4096).unwrap();
+        sa.wait(&gate).unwrap();
+        let mut staged = sa.alloc::<u32>(4096).unwrap();
+        sa.copy(&src, &mut staged).unwrap();
+        sb.copy_peer(&staged, &mut dst).unwrap();
+        sb.copy(&dst, &mut out).unwrap();
+        // Everything of A but the gate goes, then B's stream and buffer.
+        drop((src, staged, sa, a));
+        drop((dst, sb));
+        std::thread::sleep(Duration::from_millis(20));
+        gate.complete().unwrap();
+        assert!(out.host_slice().unwrap().iter().all(|&v| v == 9), "the held copy read memory freed early");
+        drop(gate);
+
+        // B's whole context goes while B's stream still waits on A's gate.
+        let (a, b) = hetero::testing::context_pair_or_skip(backend).unwrap().unwrap();
+        let sa = a.stream().unwrap();
+        let sb = b.stream().unwrap();
+        let gate = a.user_event().unwrap();
+        let mut src = sa.upload(&[1u32; 1024]).unwrap();
+        let mut dst = sb.alloc::<u32>(1024).unwrap();
+        sa.wait(&gate).unwrap();
+        sa.fill(&mut src, 3).unwrap();
+        sb.copy_peer(&src, &mut dst).unwrap();
+        drop((dst, sb, b));
+        gate.complete().unwrap();
+        assert!(sa.download(&src).unwrap().iter().all(|&v| v == 3));
+    });
+}
+
+/// A buffer of A passed to B's kernel, fill or copy is refused: only a
+/// peer copy joins two devices.
+pub fn a_buffer_of_one_device_is_refused_on_the_other(a: &Context, b: &Context) {
+    let kb = affine(b);
+    let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+    let mut on_a = sa.alloc_zeros::<u32>(64).unwrap();
+    let mut on_b = sb.alloc_zeros::<u32>(64).unwrap();
+    let xs = on_a.slice_mut(..).unwrap();
+    let config = LaunchConfig::covering([64, 1, 1], [kb.block_size(BlockRequest::new(64)), 1, 1], 0);
+    // SAFETY: refused before anything runs; affine_u32 would touch 64 elements.
+    let err = unsafe { sb.launch(&kb, config, &[(&xs).into(), 64u32.into(), 1u32.into(), 1u32.into()]) }.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::DeviceMismatch, "{err}");
+    let err = sb.fill(&mut on_a, 1).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::DeviceMismatch, "{err}");
+    let err = sb.copy(&on_a, &mut on_b).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::DeviceMismatch, "{err}");
+    // A peer copy on a third device's stream (neither side's) is refused too.
+    if let Ok(hetero::testing::Availability::Ready(c)) = hetero::testing::context(a.info().backend) {
+        let sc = c.stream().unwrap();
+        let err = sc.copy_peer(&on_a, &mut on_b).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::DeviceMismatch, "{err}");
+    }
+    assert!(sb.download(&on_b).unwrap().iter().all(|&v| v == 0), "nothing ran");
+}
+
+/// A fault on A's stream reaches B's stream that waits on it (through an
+/// event, or through a peer copy of what A wrote). Host only: it faults on
+/// demand.
+pub fn a_fault_on_one_device_reaches_the_other(a: &Context, b: &Context) {
+    if a.info().backend != hetero::Backend::Host {
+        return;
+    }
+    let kernel = host_saxpy(a, reads_past_the_end);
+    let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+    let x = sa.upload(&[1.0f32; 64]).unwrap();
+    let mut y = sa.alloc_zeros::<f32>(64).unwrap();
+    launch_saxpy(&sa, &kernel, &x, &mut y);
+    let mut on_b = sb.alloc_zeros::<f32>(64).unwrap();
+    sb.copy_peer(&y, &mut on_b).unwrap();
+    let err = sb.synchronize().unwrap_err();
+    assert_eq!(err.kind, ErrorKind::KernelFault, "{err}");
+    let sb2 = b.stream().unwrap();
+    let event = a.event().unwrap();
+    sa.record(&event).unwrap();
+    sb2.wait(&event).unwrap();
+    assert_eq!(sb2.synchronize().unwrap_err().kind, ErrorKind::KernelFault);
+}
+
+/// The route both ways agrees with what a copy reports (used by the
+/// example and the bench to label their figures).
+pub fn routes_are_named(a: &Context, b: &Context) {
+    let route = a.peer_route(b).unwrap();
+    assert!(matches!(route, PeerRoute::Direct | PeerRoute::Staged));
+    assert_eq!(a.peer_route(a).unwrap(), PeerRoute::Direct, "a device to itself is direct");
+    assert!(!route.name().is_empty());
+}
