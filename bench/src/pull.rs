@@ -33,7 +33,7 @@ pub struct PullCost {
 pub fn run(ctx: &Context, size: Size) -> Result<Vec<PullCost>, Fail> {
     let tuning = Tuning { pull_streams: vec![1, 4], pull_threads: Vec::new(), ..Tuning::default() };
     let clock = conformance::clock::probe(ctx);
-    let env = Env { ctx, size, seed: 1, dump: None, tuning: &tuning, clock: &clock };
+    let env = Env { ctx, size, seed: 1, dump: None, tuning: &tuning, clock: &clock, peers: &[] };
     let outcomes = pull::run(&env).map_err(|e| format!("pull: {e}"))?;
     outcomes
         .into_iter()

@@ -150,6 +150,48 @@ pub fn document(report: &Report) -> Vec<Block> {
             rows: overlap,
         });
     }
+    let mut split = Vec::new();
+    for run in &report.runs {
+        for r in run.results.iter().filter(|r| r.metrics.contains_key("devices")) {
+            let m = &r.metrics;
+            let num = |x: Option<f64>, unit: &str| x.map_or("-".to_string(), |v| format!("{v:.3}{unit}"));
+            let hidden = m.get("halo_hidden_fraction").map_or("-".to_string(), |h| format!("{:.0}%", 100.0 * h));
+            split.push(
+                [
+                    format!("{} ({})", run.backend, report.device_label(run)),
+                    format!("{} {}", r.workload.name(), r.variant),
+                    format!("{:.0}", m.get("devices").copied().unwrap_or(f64::NAN)),
+                    num(m.get("single_ms").copied(), ""),
+                    num(r.device_ms, ""),
+                    num(m.get("speedup_vs_single").copied(), "x"),
+                    num(m.get("halo_ms").copied(), ""),
+                    hidden,
+                ]
+                .into_iter()
+                .map(Cell::plain)
+                .collect(),
+            );
+        }
+    }
+    if !split.is_empty() {
+        doc.push(Block::Heading("Wave split across devices".into()));
+        doc.push(Block::Text("One band of rows per device, halo rows exchanged by peer copies every step; time is the slowest device's, halo time its summed halo copies, hidden the mean share of halo copy time under compute (split-overlap).".into()));
+        doc.push(Block::Table {
+            header: [
+                "run",
+                "workload / variant",
+                "devices",
+                "one device ms",
+                "time ms",
+                "speed-up",
+                "halo ms",
+                "halo hidden",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: split,
+        });
+    }
     let notes: Vec<String> = report
         .runs
         .iter()

@@ -194,11 +194,12 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         bar
     });
-    for ctx in &contexts {
+    for (index, ctx) in contexts.iter().enumerate() {
         if let Some(bar) = &progress {
             bar.set_message(format!("{}: running", ctx.info().backend));
         }
-        let mut run = run_device(ctx, &selection, &mut baseline, |r| {
+        let peers = peers_of(&contexts, index);
+        let mut run = run_device(ctx, &peers, &selection, &mut baseline, |r| {
             let line = format!(
                 "{} {} {}: {}",
                 ctx.info().backend,
@@ -274,6 +275,16 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         file.commit(conformance::markdown::render(&report).as_bytes()).map_err(CannotRun)?;
     }
     Ok(report.passed())
+}
+
+/// The other selected devices of `contexts[index]`'s backend when it is
+/// the first of them (the split workloads run from it), else none.
+fn peers_of(contexts: &[hetero::Context], index: usize) -> Vec<hetero::Context> {
+    let backend = contexts[index].info().backend;
+    if contexts[..index].iter().any(|c| c.info().backend == backend) {
+        return Vec::new();
+    }
+    contexts[index + 1..].iter().filter(|c| c.info().backend == backend).cloned().collect()
 }
 
 /// The backends `choices` name, and whether each is required: a backend

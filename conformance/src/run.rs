@@ -48,6 +48,8 @@ fn finite(x: f64) -> Option<f64> {
 }
 
 /// Runs every selected workload on `ctx`; `on_result` sees each record as it is made.
+/// `peers` are the other selected devices of its backend when `ctx` is the
+/// first of them (wave's split variants run across all), else empty.
 ///
 /// First it finds out whether the device's timer works ([`crate::clock`]);
 /// then it measures the device's own copy bandwidth (device to device,
@@ -57,6 +59,7 @@ fn finite(x: f64) -> Option<f64> {
 /// comparison with them.
 pub fn run_device(
     ctx: &Context,
+    peers: &[Context],
     selection: &Selection,
     baseline: &mut Baseline,
     mut on_result: impl FnMut(&ResultRecord),
@@ -69,6 +72,7 @@ pub fn run_device(
         dump: selection.dump.as_ref(),
         tuning: &selection.tuning,
         clock: &clock,
+        peers,
     };
     let d2d_gbps = workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0);
     let info = ctx.info();

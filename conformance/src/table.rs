@@ -75,6 +75,23 @@ pub fn render(report: &Report) -> String {
                     r.workload.name(),
                 );
             }
+            if let Some(devices) = r.metrics.get("devices") {
+                let num = |x: Option<&f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+                let hidden = r
+                    .metrics
+                    .get("halo_hidden_fraction")
+                    .map_or(String::new(), |h| format!(", {:.0}% of it hidden", h * 100.0));
+                out += &format!(
+                    "split: {} {} {} on {devices} devices: {} ms, one device {} ms, speed-up {}x, halo copies {} ms{hidden}\n",
+                    run.backend,
+                    r.workload.name(),
+                    r.variant,
+                    num(r.device_ms.as_ref()),
+                    num(r.metrics.get("single_ms")),
+                    num(r.metrics.get("speedup_vs_single")),
+                    num(r.metrics.get("halo_ms")),
+                );
+            }
             let Some(hidden) = r.metrics.get("hidden_copy_fraction") else { continue };
             let time = r.device_ms.unwrap_or(f64::NAN);
             match (r.metrics.get("speedup_vs_sync"), r.metrics.get("sync_ms")) {

@@ -22,7 +22,7 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
         dump: None,
         tuning: Default::default(),
     };
-    Some(run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results)
+    Some(run_device(&ctx, &[], &selection, &mut conformance::Baseline::default(), |_| {}).results)
 }
 
 #[rstest]
@@ -91,7 +91,7 @@ fn another_seed_gives_other_inputs_and_still_passes() {
         tuning: Default::default(),
     };
     assert!(
-        run_device(&ctx, &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
+        run_device(&ctx, &[], &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
     );
 }
 

@@ -41,7 +41,8 @@ pub const REDUCE: &str = include_str!("portable/reduce.kern");
 pub const SCAN: &str = include_str!("portable/scan.kern");
 /// Jet pull vectors, one block per jet: `pull_jets`.
 pub const PULL: &str = include_str!("portable/pull.kern");
-/// 2D wave equation time step with source injection: `wave_step`.
+/// 2D wave equation time step with source injection: `wave_step`, and
+/// `wave_rows` for a range of rows of it.
 pub const WAVE: &str = include_str!("portable/wave.kern");
 /// Rows of one column each `wave_step` thread computes (`WAVE_ROWS` in
 /// `wave.kern`): a launch covers `ny` with `ceil(ny / WAVE_ROWS)` block rows
@@ -327,7 +328,7 @@ mod tests {
         check(REDUCE, &["reduce_partial", "reduce_atomic"]);
         check(SCAN, &["scan_tile_sums", "scan_tiles"]);
         check(PULL, &["pull_jets"]);
-        check(WAVE, &["wave_step"]);
+        check(WAVE, &["wave_step", "wave_rows"]);
         check(UTIL, &["affine_u32"]);
     }
 

@@ -4,6 +4,7 @@
 pub mod pull;
 pub mod reduce;
 pub mod scan;
+pub mod split;
 pub mod wave;
 
 use std::collections::BTreeMap;
@@ -81,6 +82,10 @@ pub struct Env<'a> {
     pub tuning: &'a Tuning,
     /// Where times come from on this device.
     pub clock: &'a Clock,
+    /// The other selected devices of this backend, for the workloads that
+    /// split across devices (wave's `split-*`): given to the first device
+    /// of a backend only, empty otherwise.
+    pub peers: &'a [Context],
 }
 
 /// Workload parameters beyond the size class, to balance copies and compute.

@@ -369,6 +369,17 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let warm = Grid { nx: 32, ny: 32, steps: 2, snapshot_every: 1 };
     run_variant(env.ctx, env.clock, &kernel, warm, &ricker(2), Variant::Sync)?;
     let mut outcomes = run_grid(env, &kernel, g, "", true)?;
+    if !env.peers.is_empty() {
+        let source = ricker(g.steps);
+        let expect = reference(g, &source);
+        let peak = expect.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let snapshots = match outcomes.first().and_then(|o| o.output.as_ref()) {
+            Some(super::Output::F32(s)) => s.clone(),
+            _ => return Err(Failure::Internal("the sync run kept no snapshots".into())),
+        };
+        let single = super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms };
+        outcomes.extend(super::split::run(env, g, &source, &expect, tolerance(g, peak), &single)?);
+    }
     let balance = Balance::measure(env.ctx, env.clock, &kernel, g)?;
     let k = balance.snapshot_every(g.steps);
     let balanced = Grid { steps: k * (g.steps / k).min(BALANCED_SNAPSHOTS), snapshot_every: k, ..g };
@@ -384,6 +395,11 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         outcome.metrics.insert("block".into(), f64::from(block_width(&kernel)));
     }
     Ok(outcomes)
+}
+
+/// The bound on a run's difference to the float64 reference (module doc).
+fn tolerance(g: Grid, peak: f64) -> f64 {
+    g.steps as f64 * 8.0 * U32 * peak
 }
 
 /// One step's and one snapshot copy's device time on this device: the
@@ -428,7 +444,7 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
     let shape = [g.snapshots() as u64, g.ny as u64, g.nx as u64];
     env.dump(Workload::Wave, &format!("{prefix}snapshots_ref"), &shape, &expect)?;
     let peak = expect.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let tolerance = g.steps as f64 * 8.0 * U32 * peak;
+    let tolerance = tolerance(g, peak);
 
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;

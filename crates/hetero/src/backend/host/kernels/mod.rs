@@ -54,6 +54,21 @@ pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
         ),
         (
             WAVE,
+            k("wave_rows", wave::wave_rows)
+                .slice::<f32>()
+                .slice::<f32>()
+                .slice_mut::<f32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<f32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<f32>(),
+        ),
+        (
+            WAVE,
             k("wave_step", wave::wave_step)
                 .slice::<f32>()
                 .slice::<f32>()

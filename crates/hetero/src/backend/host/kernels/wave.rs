@@ -8,14 +8,33 @@
 use super::{Args, Block, Fault};
 
 pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
+    let ny = args.u32(4)? as usize;
+    let (c2, src_x, src_y, src) = (args.f32(5)?, args.u32(6)? as usize, args.u32(7)? as usize, args.f32(8)?);
+    rows(block, args, 0..ny, c2, (src_x, src_y, src))
+}
+
+/// `wave_rows`: `wave_step` for rows `[row_begin, row_end)` only.
+pub(super) fn wave_rows(block: &Block, args: &Args) -> Fault<()> {
+    let (begin, end) = (args.u32(5)? as usize, args.u32(6)? as usize);
+    let (c2, src_x, src_y, src) = (args.f32(7)?, args.u32(8)? as usize, args.u32(9)? as usize, args.f32(10)?);
+    rows(block, args, begin..end, c2, (src_x, src_y, src))
+}
+
+/// The rows of `range` that `block` covers (its block row counted from
+/// `range.start`), as one thread row per `WAVE_ROWS` rows.
+fn rows(
+    block: &Block,
+    args: &Args,
+    range: std::ops::Range<usize>,
+    c2: f32,
+    (src_x, src_y, src): (usize, usize, f32),
+) -> Fault<()> {
     let (u_prev, u, u_next) = (args.slice::<f32>(0)?, args.slice::<f32>(1)?, args.slice_mut::<f32>(2)?);
     let nx = args.u32(3)? as usize;
     let ny = args.u32(4)? as usize;
-    let c2 = args.f32(5)?;
-    let (src_x, src_y, src) = (args.u32(6)? as usize, args.u32(7)? as usize, args.f32(8)?);
     let [dx, dy, _] = block.dim.map(|d| d as usize);
     let rows = dy * hetero_kernels::WAVE_ROWS as usize;
-    let (x0, y0) = (block.idx[0] as usize * dx, block.idx[1] as usize * rows);
+    let (x0, y0) = (block.idx[0] as usize * dx, range.start + block.idx[1] as usize * rows);
     let x_end = (x0 + dx).min(nx);
     if x0 >= x_end {
         return Ok(());
@@ -26,7 +45,7 @@ pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
     let mut out = vec![0.0f32; x_end - x0];
     let mut mid = vec![0.0f32; width + 4];
     let [mut up2, mut up1, mut dn1, mut dn2, mut prev] = std::array::from_fn(|_| vec![0.0f32; width]);
-    for y in y0..(y0 + rows).min(ny) {
+    for y in y0..(y0 + rows).min(range.end).min(ny) {
         let row = y * nx;
         out.fill(0.0);
         if width > 0 && y >= 2 && y + 2 < ny {
