@@ -41,7 +41,7 @@ struct Cli {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
     backend: Vec<Choice>,
     /// Workloads to run, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "reduce,scan,pull,wave")]
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "reduce,scan,pull,wave,bandwidth")]
     workload: Vec<Workload>,
     /// Problem size.
     #[arg(long, value_enum, default_value = "small")]

@@ -93,6 +93,7 @@ pub fn run_device(
             Workload::Scan => workloads::scan::run(&env),
             Workload::Pull => workloads::pull::run(&env),
             Workload::Wave => workloads::wave::run(&env),
+            Workload::Bandwidth => workloads::bandwidth::run(&env),
         };
         let records = match outcome {
             Ok(mut outcomes) => {

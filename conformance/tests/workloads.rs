@@ -91,7 +91,10 @@ fn another_seed_gives_other_inputs_and_still_passes() {
         tuning: Default::default(),
     };
     assert!(
-        run_device(&ctx, &[], &selection, &mut conformance::Baseline::default(), |_| {}).results.iter().all(|r| r.passed)
+        run_device(&ctx, &[], &selection, &mut conformance::Baseline::default(), |_| {})
+            .results
+            .iter()
+            .all(|r| r.passed)
     );
 }
 

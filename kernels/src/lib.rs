@@ -50,9 +50,13 @@ pub const WAVE: &str = include_str!("portable/wave.kern");
 pub const WAVE_ROWS: u32 = 4;
 /// Small element-wise kernels used by tests and examples: `affine_u32`.
 pub const UTIL: &str = include_str!("portable/util.kern");
+/// BabelStream's memory-bandwidth kernels: `stream_copy`, `stream_mul`,
+/// `stream_add`, `stream_triad`, `stream_dot`.
+pub const BANDWIDTH: &str = include_str!("portable/bandwidth.kern");
 
 /// Every portable source, by workload name.
-pub const ALL: [(&str, &str); 5] = [("reduce", REDUCE), ("scan", SCAN), ("pull", PULL), ("wave", WAVE), ("util", UTIL)];
+pub const ALL: [(&str, &str); 6] =
+    [("reduce", REDUCE), ("scan", SCAN), ("pull", PULL), ("wave", WAVE), ("bandwidth", BANDWIDTH), ("util", UTIL)];
 
 /// Helpers every source may call (`block_sum`); compiled after the prelude.
 pub const COMMON: &str = include_str!("portable/common.kern");
@@ -330,6 +334,7 @@ mod tests {
         check(PULL, &["pull_jets"]);
         check(WAVE, &["wave_step", "wave_rows"]);
         check(UTIL, &["affine_u32"]);
+        check(BANDWIDTH, &["stream_copy", "stream_mul", "stream_add", "stream_triad", "stream_dot"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The four workloads. Each module holds its inputs, device run, float64
+//! The five workloads. Each module holds its inputs, device run, float64
 //! reference and comparison; kernels live in `hetero-kernels`.
 
+pub mod bandwidth;
 pub mod pull;
 pub mod reduce;
 pub mod scan;
@@ -51,11 +52,14 @@ pub enum Workload {
     Pull,
     /// 2D wave equation with snapshots copied under compute.
     Wave,
+    /// Memory bandwidth: BabelStream's kernels, pinned and peer copies.
+    Bandwidth,
 }
 
 impl Workload {
     /// Every workload, in run order.
-    pub const ALL: [Workload; 4] = [Workload::Reduce, Workload::Scan, Workload::Pull, Workload::Wave];
+    pub const ALL: [Workload; 5] =
+        [Workload::Reduce, Workload::Scan, Workload::Pull, Workload::Wave, Workload::Bandwidth];
 
     /// Lowercase name.
     pub fn name(self) -> &'static str {
@@ -64,6 +68,7 @@ impl Workload {
             Workload::Scan => "scan",
             Workload::Pull => "pull",
             Workload::Wave => "wave",
+            Workload::Bandwidth => "bandwidth",
         }
     }
 }

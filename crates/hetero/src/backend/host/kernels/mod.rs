@@ -9,6 +9,7 @@
 //! elements the compiler vectorises. Built-ins are registered as trusted:
 //! they write disjoint elements per block, so their views use plain copies.
 
+mod bandwidth;
 mod pull;
 mod reduce;
 mod scan;
@@ -19,7 +20,7 @@ pub(super) use crate::host_kernel::{Args, Block, Fault, HostKernel};
 
 /// Every built-in kernel, with the portable source file that declares it.
 pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
-    use hetero_kernels::{PULL, REDUCE, SCAN, UTIL, WAVE};
+    use hetero_kernels::{BANDWIDTH, PULL, REDUCE, SCAN, UTIL, WAVE};
     let k = |name: &str, f: crate::host_kernel::KernelFn| HostKernel::new(name, f).trusted();
     vec![
         (REDUCE, k("reduce_partial", reduce::reduce_partial).slice::<f32>().slice_mut::<f32>().scalar::<u32>()),
@@ -81,6 +82,28 @@ pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
                 .scalar::<f32>(),
         ),
         (UTIL, k("affine_u32", util::affine_u32).slice_mut::<u32>().scalar::<u32>().scalar::<u32>().scalar::<u32>()),
+        (BANDWIDTH, k("stream_copy", bandwidth::stream_copy).slice::<f32>().slice_mut::<f32>().scalar::<u32>()),
+        (
+            BANDWIDTH,
+            k("stream_mul", bandwidth::stream_mul).slice_mut::<f32>().slice::<f32>().scalar::<f32>().scalar::<u32>(),
+        ),
+        (
+            BANDWIDTH,
+            k("stream_add", bandwidth::stream_add).slice::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
+        ),
+        (
+            BANDWIDTH,
+            k("stream_triad", bandwidth::stream_triad)
+                .slice_mut::<f32>()
+                .slice::<f32>()
+                .slice::<f32>()
+                .scalar::<f32>()
+                .scalar::<u32>(),
+        ),
+        (
+            BANDWIDTH,
+            k("stream_dot", bandwidth::stream_dot).slice::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
+        ),
     ]
 }
 
