@@ -7,6 +7,7 @@
 
 mod growth;
 mod measure;
+mod peer;
 mod pull;
 #[cfg(feature = "cuda")]
 mod raw_cuda;
@@ -187,6 +188,8 @@ struct DeviceResult {
     pull: Vec<pull::PullCost>,
     /// Pull-shaped batches per second with several host threads.
     threads: Vec<threads::ThreadRate>,
+    /// Peer copies between the backend's devices (`peer.rs`).
+    peer: Vec<peer::PeerCost>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -231,6 +234,20 @@ struct Cli {
     /// Batches each thread enqueues in the thread-scaling measurement (0: skip it).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     thread_batches: u32,
+    /// Bytes per peer copy, comma-separated (multiples of 4; empty: no peer copies).
+    #[arg(long, value_delimiter = ',', default_value = "4096,1073741824", value_parser = peer_bytes)]
+    peer_bytes: Vec<usize>,
+    /// Rounds of each peer-copy figure (the median is reported).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    peer_rounds: u16,
+}
+
+/// A peer-copy size: a positive multiple of 4 bytes.
+fn peer_bytes(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 && n % 4 == 0 => Ok(n),
+        _ => Err(format!("`{text}` is not a positive multiple of 4 bytes")),
+    }
 }
 
 /// A vendor path: its name, the hetero path it is compared with, the path.
@@ -267,6 +284,7 @@ fn main() -> ExitCode {
                 growth: None,
                 pull: Vec::new(),
                 threads: Vec::new(),
+                peer: Vec::new(),
                 errors: Vec::new(),
             }
         })
@@ -385,6 +403,15 @@ fn main() -> ExitCode {
     for (result, runs) in results.iter_mut().zip(runs) {
         result.pull = pull::median(runs);
     }
+    // Peer copies, one backend at a time, on every device of it.
+    if !cli.peer_bytes.is_empty() {
+        for ((backend, _), result) in contexts.iter().zip(&mut results) {
+            match peer::measure(*backend, &cli.peer_bytes, usize::from(cli.peer_rounds)) {
+                Ok(costs) => result.peer = costs,
+                Err(e) => result.errors.push(format!("peer: {e}")),
+            }
+        }
+    }
     drop(contexts);
 
     for result in &results {
@@ -494,6 +521,7 @@ fn print_table(result: &DeviceResult) {
         );
     }
     print_threads(&result.threads);
+    peer::print(&result.peer);
     for e in &result.errors {
         println!("error: {e}");
     }

@@ -276,3 +276,72 @@ impl Path for Safe {
         Ok(self.b.synchronize()?)
     }
 }
+
+/// `cuMemcpyPeerAsync` of `bytes` from device `from` to device `to` on a
+/// stream of `to` (with `both`, the reverse on a stream of `from` at the
+/// same time), waited for: the median host time of `rounds` rounds, in
+/// microseconds. Peer access is enabled where the driver allows, as
+/// hetero enables it.
+pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) -> Result<f64, Fail> {
+    let (ca, cb) = (CudaContext::new(from)?, CudaContext::new(to)?);
+    let null: *mut c_void = std::ptr::null_mut();
+    let mut streams: [sys::CUstream; 2] = [null.cast(); 2];
+    let mut buffers: [sys::CUdeviceptr; 4] = [0; 4];
+    let result = (|| -> Result<f64, Fail> {
+        let nonblocking = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        for (k, ctx) in [&ca, &cb].into_iter().enumerate() {
+            ctx.bind_to_thread()?;
+            // SAFETY: valid out-pointers; the context is current.
+            unsafe {
+                check("cuStreamCreate", sys::cuStreamCreate(&mut streams[k], nonblocking))?;
+                check("cuMemAlloc", sys::cuMemAlloc_v2(&mut buffers[2 * k], bytes))?;
+                check("cuMemAlloc", sys::cuMemAlloc_v2(&mut buffers[2 * k + 1], bytes))?;
+            }
+            let other = if k == 0 { &cb } else { &ca };
+            let mut can = 0;
+            // SAFETY: valid out-pointer and device handles.
+            check("cuDeviceCanAccessPeer", unsafe {
+                sys::cuDeviceCanAccessPeer(&mut can, ctx.cu_device(), other.cu_device())
+            })?;
+            if can != 0 {
+                // SAFETY: this context is current; the other is retained.
+                match unsafe { sys::cuCtxEnablePeerAccess(other.cu_ctx(), 0) } {
+                    sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+                    code => check("cuCtxEnablePeerAccess", code)?,
+                }
+            }
+        }
+        let (a, b) = (ca.cu_ctx(), cb.cu_ctx());
+        crate::peer::median_us(rounds, &mut || {
+            // SAFETY: the buffers are `bytes` long in their contexts; the
+            // streams are live; the copies are waited for before the next round.
+            unsafe {
+                check("cuMemcpyPeerAsync", sys::cuMemcpyPeerAsync(buffers[3], b, buffers[0], a, bytes, streams[1]))?;
+                if both {
+                    check(
+                        "cuMemcpyPeerAsync",
+                        sys::cuMemcpyPeerAsync(buffers[1], a, buffers[2], b, bytes, streams[0]),
+                    )?;
+                    check("cuStreamSynchronize", sys::cuStreamSynchronize(streams[0]))?;
+                }
+                check("cuStreamSynchronize", sys::cuStreamSynchronize(streams[1]))
+            }
+        })
+    })();
+    for (k, ctx) in [&ca, &cb].into_iter().enumerate() {
+        let _ = ctx.bind_to_thread();
+        // SAFETY: created above in this context (or null/0, which these skip).
+        unsafe {
+            if !streams[k].is_null() {
+                let _ = sys::cuStreamSynchronize(streams[k]);
+                let _ = sys::cuStreamDestroy_v2(streams[k]);
+            }
+            for p in [buffers[2 * k], buffers[2 * k + 1]] {
+                if p != 0 {
+                    let _ = sys::cuMemFree_v2(p);
+                }
+            }
+        }
+    }
+    result
+}

@@ -217,3 +217,74 @@ pub fn paths() -> Result<Vec<crate::RawPath>, Fail> {
     }
     Ok(vec![("raw", "hetero", Box::new(raw))])
 }
+
+/// `hipMemcpyPeerAsync` of `bytes` from device `from` to device `to` on a
+/// stream of `to` (with `both`, the reverse on a stream of `from` at the
+/// same time), waited for: the median host time of `rounds` rounds, in
+/// microseconds. Peer access is enabled where the runtime allows.
+pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) -> Result<f64, Fail> {
+    let devices = [i32::try_from(from)?, i32::try_from(to)?];
+    let null: *mut c_void = std::ptr::null_mut();
+    let mut streams: [hip::hipStream_t; 2] = [null.cast(); 2];
+    let mut buffers: [*mut c_void; 4] = [null; 4];
+    let result = (|| -> Result<f64, Fail> {
+        for (k, &device) in devices.iter().enumerate() {
+            let other = devices[1 - k];
+            // SAFETY: valid out-pointers and device indices.
+            unsafe {
+                check("hipSetDevice", hip::hipSetDevice(device))?;
+                check(
+                    "hipStreamCreate",
+                    hip::hipStreamCreateWithPriority(&mut streams[k], hip::hipStreamNonBlocking, 0),
+                )?;
+                check("hipMalloc", hip::hipMalloc(&mut buffers[2 * k], bytes))?;
+                check("hipMalloc", hip::hipMalloc(&mut buffers[2 * k + 1], bytes))?;
+                let mut can = 0;
+                if other != device {
+                    check("hipDeviceCanAccessPeer", hip::hipDeviceCanAccessPeer(&mut can, device, other))?;
+                }
+                if can != 0 {
+                    match hip::hipDeviceEnablePeerAccess(other, 0) {
+                        hip::hipError_t_hipErrorPeerAccessAlreadyEnabled => {}
+                        code => check("hipDeviceEnablePeerAccess", code)?,
+                    }
+                }
+            }
+        }
+        let [a, b] = devices;
+        crate::peer::median_us(rounds, &mut || {
+            // SAFETY: the buffers are `bytes` long on their devices; the
+            // streams are live; the copies are waited for before the next round.
+            unsafe {
+                check(
+                    "hipMemcpyPeerAsync",
+                    hip::hipMemcpyPeerAsync(buffers[3], b, buffers[0].cast_const(), a, bytes, streams[1]),
+                )?;
+                if both {
+                    check(
+                        "hipMemcpyPeerAsync",
+                        hip::hipMemcpyPeerAsync(buffers[1], a, buffers[2].cast_const(), b, bytes, streams[0]),
+                    )?;
+                    check("hipStreamSynchronize", hip::hipStreamSynchronize(streams[0]))?;
+                }
+                check("hipStreamSynchronize", hip::hipStreamSynchronize(streams[1]))
+            }
+        })
+    })();
+    for (k, &device) in devices.iter().enumerate() {
+        // SAFETY: created above on this device (or null, which these skip).
+        unsafe {
+            let _ = hip::hipSetDevice(device);
+            if !streams[k].is_null() {
+                let _ = hip::hipStreamSynchronize(streams[k]);
+                let _ = hip::hipStreamDestroy(streams[k]);
+            }
+            for p in [buffers[2 * k], buffers[2 * k + 1]] {
+                if !p.is_null() {
+                    let _ = hip::hipFree(p);
+                }
+            }
+        }
+    }
+    result
+}

@@ -212,3 +212,61 @@ fn setup(name: &str, properties: u64, flushing: bool, threads: u32) -> Result<Ra
         oldest: None,
     })
 }
+
+/// The `nth` OpenCL device called `name`, in platform and device order.
+fn find_nth(name: &str, nth: usize) -> Result<Device, String> {
+    let mut seen = 0;
+    for platform in opencl3::platform::get_platforms().map_err(err)? {
+        for id in platform.get_devices(CL_DEVICE_TYPE_ALL).unwrap_or_default() {
+            let device = Device::new(id);
+            if device.name().map(|n| n.trim() == name).unwrap_or(false) {
+                if seen == nth {
+                    return Ok(device);
+                }
+                seen += 1;
+            }
+        }
+    }
+    Err(format!("no OpenCL device number {nth} called `{name}`"))
+}
+
+/// A copy of `bytes` between two OpenCL devices as OpenCL allows one: a
+/// read from the source into host memory, then a write to the
+/// destination, each device in its own context (`from` and `to`: a name
+/// and which device of that name). With `both`, the reverse copy at the
+/// same time. The median host time of `rounds` rounds, in microseconds.
+pub fn peer_us(from: (&str, usize), to: (&str, usize), bytes: usize, both: bool, rounds: usize) -> Result<f64, Fail> {
+    let devices = [find_nth(from.0, from.1)?, find_nth(to.0, to.1)?];
+    let contexts = [Context::from_device(&devices[0]).map_err(err)?, Context::from_device(&devices[1]).map_err(err)?];
+    let queues = [queue(&contexts[0], 0)?, queue(&contexts[1], 0)?];
+    let buffer = |context: &Context| {
+        // SAFETY: no host pointer is given.
+        unsafe { Buffer::<u8>::create(context, CL_MEM_READ_WRITE, bytes.max(1), null_mut()) }.map_err(err)
+    };
+    let (src, mut dst) =
+        ([buffer(&contexts[0])?, buffer(&contexts[1])?], [buffer(&contexts[0])?, buffer(&contexts[1])?]);
+    let mut staging = [vec![0u8; bytes], vec![0u8; bytes]];
+    crate::peer::median_us(rounds, &mut || {
+        // One direction (a -> b), or both (also b -> a): reads first, then writes.
+        let ways: &[(usize, usize)] = if both { &[(0, 1), (1, 0)] } else { &[(0, 1)] };
+        let mut reads = Vec::new();
+        for &(s, _) in ways {
+            // SAFETY: the staging bytes outlive the read, waited for below.
+            let read = unsafe { queues[s].enqueue_read_buffer(&src[s], CL_NON_BLOCKING, 0, &mut staging[s], &[]) };
+            reads.push(read.map_err(err)?);
+        }
+        for q in &queues {
+            q.flush().map_err(err)?;
+        }
+        for (&(s, d), read) in ways.iter().zip(&reads) {
+            read.wait().map_err(err)?;
+            // SAFETY: the staging bytes outlive the write, finished below.
+            unsafe { queues[d].enqueue_write_buffer(&mut dst[d], CL_NON_BLOCKING, 0, &staging[s], &[]) }
+                .map_err(err)?;
+        }
+        for q in &queues {
+            q.finish().map_err(err)?;
+        }
+        Ok(())
+    })
+}
