@@ -4,7 +4,8 @@
     conform --size large --baseline $OUT/baseline.json ...
 
 Times, with CUDA events, the medians of repeated runs after warm-up of:
-the device's own copy (device to device, the bandwidth roof), the f32 sum
+the device's own copy (device to device, the bandwidth roof), the bandwidth
+workload's kernels and pinned copies each way, the f32 sum
 through torch and CuPy (CUB underneath), and the prefix sum of u32 counts
 through torch and CuPy (inclusive cumsum in int32, which moves the same
 bytes as hetero's exclusive scan), at the element count of `conform
@@ -21,6 +22,8 @@ import torch
 
 # Elements of reduce and scan at each `conform --size` (conformance/src/workloads/mod.rs).
 ELEMENTS = {"small": 1 << 20, "medium": 1 << 24, "large": 1 << 28}
+# Floats per array of the bandwidth workload (conformance/src/workloads/bandwidth.rs).
+BANDWIDTH_ELEMENTS = {"small": 1 << 23, "medium": 1 << 25, "large": 1 << 27}
 WARMUP, REPEATS = 3, 11
 
 
@@ -39,6 +42,23 @@ def timed(fn):
     return statistics.median(times)
 
 
+def bandwidth(n, dev, add):
+    """The bandwidth workload's figures through torch, bytes counted as
+    BabelStream counts them: BabelStream's five kernels as torch calls, and
+    pinned copies each way (the `variant` each is set against)."""
+    scalar = 0.4
+    a, b, c = (torch.full((n,), v, device=dev, dtype=torch.float32) for v in (0.1, 0.2, 0.0))
+    word = 4
+    add("bandwidth", "torch copy_ (d2d)", timed(lambda: c.copy_(a)), 2 * word * n, "copy")
+    add("bandwidth", "torch.mul out=", timed(lambda: torch.mul(c, scalar, out=b)), 2 * word * n, "mul")
+    add("bandwidth", "torch.add out=", timed(lambda: torch.add(a, b, out=c)), 3 * word * n, "add")
+    add("bandwidth", "torch.add alpha out=", timed(lambda: torch.add(b, c, alpha=scalar, out=a)), 3 * word * n, "triad")
+    add("bandwidth", "torch.dot", timed(lambda: torch.dot(a, b)), 2 * word * n, "dot")
+    host = torch.empty(n, dtype=torch.float32, pin_memory=True)
+    add("bandwidth", "torch copy_ pinned", timed(lambda: a.copy_(host, non_blocking=True)), word * n, "h2d")
+    add("bandwidth", "torch copy_ pinned", timed(lambda: host.copy_(a, non_blocking=True)), word * n, "d2h")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", required=True)
@@ -49,10 +69,13 @@ def main():
     results = {"device": torch.cuda.get_device_name(0), "elements": n, "warmup": WARMUP, "repeats": REPEATS,
                "versions": {"torch": torch.__version__}, "entries": []}
 
-    def add(workload, library, ms, bytes_moved):
+    def add(workload, library, ms, bytes_moved, variant=None):
         gbps = bytes_moved / (ms * 1e6)
-        results["entries"].append({"workload": workload, "library": library, "ms": ms, "gbps": gbps})
-        print(f"{workload:<8} {library:<22} {ms:9.4f} ms {gbps:9.1f} GB/s")
+        entry = {"workload": workload, "library": library, "ms": ms, "gbps": gbps}
+        if variant is not None:
+            entry["variant"] = variant
+        results["entries"].append(entry)
+        print(f"{variant or workload:<8} {library:<26} {ms:9.4f} ms {gbps:9.1f} GB/s")
 
     x = torch.rand(n, device=dev, dtype=torch.float32) * 2 - 1
     y = torch.empty_like(x)
@@ -60,6 +83,7 @@ def main():
     add("reduce", "torch.sum", timed(lambda: torch.sum(x)), 4 * n)
     counts = torch.randint(0, 8, (n,), device=dev, dtype=torch.int32)
     add("scan", "torch.cumsum int32", timed(lambda: torch.cumsum(counts, 0, dtype=torch.int32)), 8 * n)
+    bandwidth(BANDWIDTH_ELEMENTS[args.size], dev, add)
     try:
         import cupy
         cx = cupy.asarray(x)

@@ -22,6 +22,10 @@ cp target/release/examples/probe "$out/bin/"
 # A crate's own kernels on every device (examples/custom-kernel).
 cargo build --release -p custom-kernel
 cp target/release/custom-kernel "$out/bin/"
+# Peer copies and cross-device waits between every pair of devices
+# (examples/multi-device).
+cargo build --release -p multi-device
+cp target/release/multi-device "$out/bin/"
 
 # Test binaries: the API semantics tests (the same bodies CI runs on host
 # and PoCL) and the sticky-fault test (its own process).

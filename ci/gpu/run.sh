@@ -5,11 +5,12 @@
 #   bash ci/gpu/run.sh opencl small,medium,large
 #   bash ci/gpu/run.sh cuda none          # tests only
 #
-# For each backend and size it runs `conform` and writes
-# $OUT/<backend>-<size>.json (with the vendor library's times from
+# For each backend and size it runs `conform` on every device of the
+# backend and writes $OUT/<backend>-<size>.json and .md (with the vendor library's times from
 # ci/gpu/baseline.py, $OUT/baseline-<size>.json, where torch can use the
 # GPU); it also runs the API semantics and dialect tests, the custom-kernel
-# example (its output in $OUT/custom-kernel.txt), the stress test and the
+# and multi-device examples (their output in $OUT/custom-kernel.txt and
+# multi-device.txt), the stress test and the
 # sticky-fault test with the backends required. Everything printed goes to
 # $OUT/run.log too; a summary table is printed last.
 set -uo pipefail
@@ -51,9 +52,10 @@ fi
 declare -A verdict
 for backend in ${backends//,/ }; do
   for size in ${sizes//,/ }; do
-    echo "== conform --backend $backend --size $size"
+    echo "== conform --backend $backend --device all --size $size"
     # shellcheck disable=SC2086 # split on purpose: the option and its file, or nothing
-    timeout 240 "$bin/conform" --backend "$backend" --size "$size" --json "$out/$backend-$size.json" ${library[$size]:-}
+    timeout 300 "$bin/conform" --backend "$backend" --device all --size "$size" --json "$out/$backend-$size.json" \
+      --markdown "$out/$backend-$size.md" ${library[$size]:-}
     code=$?
     verdict[$backend-$size]=$code
     [ $code -eq 0 ] || status=1
@@ -85,6 +87,15 @@ for backend in ${backends//,/ }; do
   grep -q "^$backend (.*): ok\$" "$out/custom-kernel.txt" || custom=1
 done
 [ $custom -eq 0 ] || api=1
+# One line per ordered pair of devices (a device to itself on one GPU).
+echo "== multi-device example"
+timeout 120 "$bin/multi-device" > "$out/multi-device.txt"
+multi=$?
+cat "$out/multi-device.txt"
+for backend in ${backends//,/ }; do
+  grep -q "^$backend .*: ok\$" "$out/multi-device.txt" || multi=1
+done
+[ $multi -eq 0 ] || api=1
 
 echo "== stress test (required: ${backends})"
 timeout 120 "$bin/stress" --seconds 20 --backend "$backends"

@@ -59,6 +59,16 @@ pub fn compare(measured: &Measured, run: &Run) -> Option<RunBaseline> {
             }
             continue;
         }
+        if let Some(variant) = &entry.variant {
+            // The same bytes at hetero's rate: a time ratio like the others.
+            let bytes_ms = entry.gbps * entry.ms;
+            for result in run.results.iter().filter(|r| r.workload.name() == entry.workload && &r.variant == variant) {
+                if let Some(gbps) = result.metrics.get("gbps").filter(|g| **g > 0.0) {
+                    ratios.push(ratio(entry, variant, bytes_ms / gbps));
+                }
+            }
+            continue;
+        }
         for result in run.results.iter().filter(|r| r.workload.name() == entry.workload) {
             if let Some(ms) = result.device_ms {
                 ratios.push(ratio(entry, &result.variant, ms));
@@ -93,6 +103,7 @@ mod tests {
             library: library.into(),
             ms,
             gbps: 1.0,
+            variant: None,
         };
         Measured {
             device: device.into(),
@@ -137,6 +148,32 @@ mod tests {
             section.ratios.iter().map(|r| (r.workload.as_str(), r.variant.as_str(), r.ratio)).collect();
         // The copy: 8e6 bytes at 16 GB/s is 0.5 ms, the library's time.
         assert_eq!(got, vec![("copy", "d2d", 1.0), ("reduce", "two-pass-256", 0.5)]);
+    }
+
+    #[test]
+    fn bandwidth_is_set_against_its_own_variant_by_rate() {
+        let mut file = measured("GPU", 1_000_000);
+        // The library moved 2 GB in 1 ms (2000 GB/s) on a pinned copy.
+        file.entries = vec![LibraryTime {
+            workload: "bandwidth".into(),
+            library: "torch copy_ pinned".into(),
+            ms: 1.0,
+            gbps: 2000.0,
+            variant: Some("h2d".into()),
+        }];
+        let mut run = run("GPU");
+        for (variant, gbps) in [("h2d", 1000.0), ("d2h", 4000.0)] {
+            let mut result = ResultRecord::failure(Workload::Bandwidth, Size::Small, String::new());
+            result.variant = variant.into();
+            result.device_ms = Some(7.0);
+            result.metrics.insert("gbps".into(), gbps);
+            run.results.push(result);
+        }
+        let section = compare(&file, &run).expect("same device");
+        let got: Vec<(&str, f64, f64)> =
+            section.ratios.iter().map(|r| (r.variant.as_str(), r.hetero_ms, r.ratio)).collect();
+        // Half the library's rate: the same bytes take twice its time.
+        assert_eq!(got, vec![("h2d", 2.0, 2.0)]);
     }
 
     #[test]

@@ -231,8 +231,13 @@ pub struct Measured {
 /// One library's time for one workload.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LibraryTime {
-    /// `copy` (device to device), `reduce` or `scan`.
+    /// `copy` (device to device), `reduce`, `scan` or `bandwidth`.
     pub workload: String,
+    /// For `bandwidth`, the variant it is set against (`copy`, `triad`,
+    /// `h2d`, ...): compared by bytes per second, as the arrays differ in
+    /// size from the one-dimensional workloads'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// The call, e.g. `torch.sum` or `cupy.cumsum int32`.
     pub library: String,
     /// Median device milliseconds.
