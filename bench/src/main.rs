@@ -237,6 +237,9 @@ struct Cli {
     /// Bytes per peer copy, comma-separated (multiples of 4; empty: no peer copies).
     #[arg(long, value_delimiter = ',', default_value = "4096,1073741824", value_parser = peer_bytes)]
     peer_bytes: Vec<usize>,
+    /// Measure the peer copies only (every other row is skipped).
+    #[arg(long)]
+    peer_only: bool,
     /// Rounds of each peer-copy figure (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
     peer_rounds: u16,
@@ -290,6 +293,47 @@ fn main() -> ExitCode {
         })
         .collect();
 
+    if !cli.peer_only {
+        per_operation(&cli, plan, &contexts, &mut results);
+    }
+    // Peer copies, one backend at a time, on every device of it.
+    if !cli.peer_bytes.is_empty() {
+        for ((backend, _), result) in contexts.iter().zip(&mut results) {
+            match peer::measure(*backend, &cli.peer_bytes, usize::from(cli.peer_rounds)) {
+                Ok(costs) => result.peer = costs,
+                Err(e) => result.errors.push(format!("peer: {e}")),
+            }
+        }
+    }
+    drop(contexts);
+
+    for result in &results {
+        print_table(result);
+    }
+    print_across(&results);
+    if let Some(path) = &cli.json {
+        let report = serde_json::json!({
+            "schema_version": 2,
+            "unit": "microseconds of host time per operation (median of rounds)",
+            "rounds": plan.rounds,
+            "warmup": plan.warmup,
+            "enqueues": plan.enqueues,
+            "interleaved": true,
+            "pull_repeats": cli.pull_repeats,
+            "devices": results,
+        });
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("bench: cannot write `{}`: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if results.iter().any(|r| !r.errors.is_empty()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// Every row but the peer copies: per-operation costs (every path of every
+/// device interleaved), growth, thread scaling and pull per batch.
+fn per_operation(cli: &Cli, plan: Plan, contexts: &[(Backend, Context)], results: &mut [DeviceResult]) {
     // Every path of every device, measured interleaved (measure.rs).
     let mut entries = Vec::new();
     for (at, (backend, ctx)) in contexts.iter().enumerate() {
@@ -320,7 +364,7 @@ fn main() -> ExitCode {
 
     // Growth: the devices take turns group by group (growth.rs).
     let mut runners: Vec<Option<growth::Runner>> = Vec::new();
-    for ((_, ctx), result) in contexts.iter().zip(&mut results) {
+    for ((_, ctx), result) in contexts.iter().zip(results.iter_mut()) {
         match growth::Runner::new(ctx) {
             Ok(r) => runners.push(Some(r)),
             Err(e) => {
@@ -333,7 +377,7 @@ fn main() -> ExitCode {
     for g in 0..groups {
         // The last groups also run on a control: a fresh context of the device.
         let control = groups >= 2 && g == groups - growth::edge_groups(groups);
-        for ((slot, result), (_, ctx)) in runners.iter_mut().zip(&mut results).zip(&contexts) {
+        for ((slot, result), (_, ctx)) in runners.iter_mut().zip(results.iter_mut()).zip(contexts) {
             let Some(runner) = slot else { continue };
             let started = if control {
                 fresh_device(ctx.info()).and_then(|device| runner.start_control(&Context::new(device)))
@@ -346,7 +390,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    for (slot, result) in runners.into_iter().zip(&mut results) {
+    for (slot, result) in runners.into_iter().zip(results.iter_mut()) {
         match slot.map(growth::Runner::finish) {
             Some(Ok(g)) => result.growth = Some(g),
             Some(Err(e)) => result.errors.push(format!("growth: {e}")),
@@ -360,7 +404,7 @@ fn main() -> ExitCode {
     counts.dedup();
     let thread_batches = usize::try_from(cli.thread_batches).unwrap_or(usize::MAX);
     let scaled = if thread_batches == 0 { 0 } else { contexts.len() };
-    for ((backend, ctx), result) in contexts.iter().zip(&mut results).take(scaled) {
+    for ((backend, ctx), result) in contexts.iter().zip(results.iter_mut()).take(scaled) {
         let (backend, name) = (*backend, ctx.info().name.clone());
         let threads = match sizes::launch_threads(ctx) {
             Ok(threads) => threads,
@@ -403,39 +447,6 @@ fn main() -> ExitCode {
     for (result, runs) in results.iter_mut().zip(runs) {
         result.pull = pull::median(runs);
     }
-    // Peer copies, one backend at a time, on every device of it.
-    if !cli.peer_bytes.is_empty() {
-        for ((backend, _), result) in contexts.iter().zip(&mut results) {
-            match peer::measure(*backend, &cli.peer_bytes, usize::from(cli.peer_rounds)) {
-                Ok(costs) => result.peer = costs,
-                Err(e) => result.errors.push(format!("peer: {e}")),
-            }
-        }
-    }
-    drop(contexts);
-
-    for result in &results {
-        print_table(result);
-    }
-    print_across(&results);
-    if let Some(path) = &cli.json {
-        let report = serde_json::json!({
-            "schema_version": 2,
-            "unit": "microseconds of host time per operation (median of rounds)",
-            "rounds": plan.rounds,
-            "warmup": plan.warmup,
-            "enqueues": plan.enqueues,
-            "interleaved": true,
-            "pull_repeats": cli.pull_repeats,
-            "devices": results,
-        });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("bench: cannot write `{}`: {e}", path.display());
-            return ExitCode::from(2);
-        }
-    }
-    if results.iter().any(|r| !r.errors.is_empty()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
 /// A new handle on the device `info` describes, the one the bench's
@@ -466,8 +477,8 @@ fn raw(backend: Backend, name: &str, threads: u32) -> Result<Vec<RawPath>, Fail>
     }
 }
 
-fn print_table(result: &DeviceResult) {
-    println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
+/// The per-operation table of `result`: each path's cost and the ratios.
+fn print_costs(result: &DeviceResult) {
     print!("{:<20}", "operation");
     for p in &result.paths {
         print!(" {:>14}", p.path);
@@ -493,6 +504,13 @@ fn print_table(result: &DeviceResult) {
             }
         }
         println!();
+    }
+}
+
+fn print_table(result: &DeviceResult) {
+    println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
+    if !result.paths.is_empty() {
+        print_costs(result);
     }
     if let Some(g) = &result.growth {
         let control = match (g.control_us, g.control_ratio) {

@@ -17,7 +17,8 @@
 //! A far mark therefore completes only after the copy, so freeing the far
 //! buffer (stream-ordered, or into the caching allocator), reading it from
 //! the host, or using it on any far stream waits for the copy, exactly as
-//! for work of its own device (`a_peer_copy_is_tracked_on_both_devices`).
+//! for work of its own device (`a_gate_on_one_device_holds_the_others_dependent_work`,
+//! `dropping_a_device_with_peer_work_queued`).
 //! Bridge marks are recorded and stored under the bridge's order lock, so
 //! they reach the trackers in the bridge stream's order, as a stream's own
 //! marks do.
