@@ -95,6 +95,19 @@ cat "$out/multi-device.txt"
 for backend in ${backends//,/ }; do
   grep -q "^$backend .*: ok\$" "$out/multi-device.txt" || multi=1
 done
+# With several GPUs, the peer paths from a device to itself too: the
+# example and the two-device API tests with one GPU visible.
+if [ "$(nvidia-smi -L | wc -l)" -gt 1 ]; then
+  echo "== one GPU visible: multi-device example and two-device API tests, a device to itself"
+  CUDA_VISIBLE_DEVICES=0 timeout 120 "$bin/multi-device" > "$out/multi-device-one-gpu.txt"
+  one=$?
+  cat "$out/multi-device-one-gpu.txt"
+  for backend in ${backends//,/ }; do
+    grep -q "^$backend 0 .* -> 0 .*: ok\$" "$out/multi-device-one-gpu.txt" || one=1
+    CUDA_VISIBLE_DEVICES=0 HETERO_REQUIRE="$backend" timeout 120 "$bin/test-api" --test-threads=1 "$backend::two_devices" || one=1
+  done
+  [ $one -eq 0 ] || multi=1
+fi
 [ $multi -eq 0 ] || api=1
 
 echo "== stress test (required: ${backends})"
