@@ -245,9 +245,11 @@ pub struct Outcome {
     pub intervals: Vec<crate::timeline::Interval>,
     /// Pictures of the output (wave snapshots) for the HTML page.
     pub images: Vec<crate::image::Image>,
-    /// The output is the same bit for bit on every run of one device
-    /// model (`false` where the order of floating-point atomics decides).
-    pub deterministic: bool,
+    /// How far the outputs of two correct runs on one device model may
+    /// differ, element by element: 0 where the output is the same bit for
+    /// bit on every run, otherwise (the order of floating-point atomics
+    /// decides) twice the tolerance of the output compared.
+    pub spread: f64,
 }
 
 impl Outcome {
@@ -262,7 +264,7 @@ impl Outcome {
             output: None,
             intervals: Vec::new(),
             images: Vec::new(),
-            deterministic: true,
+            spread: 0.0,
         }
     }
 

@@ -3,6 +3,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 use cudarc::driver::sys;
 
@@ -11,10 +12,21 @@ use crate::backend::gpu::{Attribute, Identity, ModuleCache, Runtime, Sealed};
 use crate::device::{Backend, StreamFlags};
 use crate::error::{ErrorKind, Result};
 
+/// Devices whose primary context the process keeps (one retain each, never
+/// released).
+static KEPT: Mutex<Vec<sys::CUdevice>> = Mutex::new(Vec::new());
+
 /// One CUDA device and its retained primary context.
 ///
 /// Invariant: `context` is the retained primary context of `device`,
 /// released when this is dropped (after every stream of it: they hold it).
+/// The process keeps one more retain of it ([`KEPT`]), as CUDA's runtime
+/// API does with the contexts it creates: modules cached for the process
+/// stay valid, and a context is created once, never again while another
+/// device's stream waits on a gate. Creating a context then waited for that
+/// stream: a second discovery of a two-GPU node, after the first had
+/// released device 1's context, hung until the gate opened
+/// (`drops_never_wait_for_a_forgotten_gate` on two H200s).
 pub struct Cuda {
     device: sys::CUdevice,
     context: sys::CUcontext,
@@ -39,7 +51,16 @@ impl Cuda {
         let mut context: sys::CUcontext = std::ptr::null_mut();
         // SAFETY: context is a valid out-pointer; released in Drop.
         check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
+        // Constructed first, so that an error below releases this retain.
         let mut cuda = Self { device, context, capability: (0, 0) };
+        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        if !kept.contains(&device) {
+            let mut again: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: again is a valid out-pointer; this retain is never released.
+            check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut again, device) })?;
+            kept.push(device);
+        }
+        drop(kept);
         use sys::CUdevice_attribute::*;
         let major = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
@@ -174,13 +195,6 @@ impl Runtime for Cuda {
         }
         // SAFETY: the context is current (the shared device entered it).
         unsafe { self.stream_create(StreamFlags { non_blocking: true, ..StreamFlags::default() }) }.map(Some)
-    }
-
-    fn keep_modules_alive(&self) -> Result<()> {
-        let mut context: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: context is a valid out-pointer; this retain is never released,
-        // so modules cached for the process stay valid.
-        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, self.device) })
     }
 
     unsafe fn stream_create(&self, flags: StreamFlags) -> Result<sys::CUstream> {

@@ -72,9 +72,6 @@ pub(super) fn build<R: Runtime>(runtime: &R, source: &str) -> Result<Arc<GpuModu
     // SAFETY: the image comes from the runtime's compiler for this device,
     // which is current.
     let module = Arc::new(GpuModule(unsafe { runtime.module_load(&image) }?));
-    if !cache.keys().any(|(d, _)| *d == key.0) {
-        runtime.keep_modules_alive()?;
-    }
     cache.insert(key, Arc::clone(&module));
     Ok(module)
 }

@@ -91,9 +91,6 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     /// The stream the stream-ordered allocator works on, if the device has
     /// memory pools; created once per device.
     fn pool_stream(&self) -> Result<Option<Self::Stream>>;
-    /// Called once per device before its first module is cached, so the
-    /// cached modules stay valid (CUDA retains the primary context).
-    fn keep_modules_alive(&self) -> Result<()>;
 
     /// Creates a stream.
     unsafe fn stream_create(&self, flags: StreamFlags) -> Result<Self::Stream>;

@@ -140,11 +140,6 @@ impl Runtime for Hip {
         unsafe { self.stream_create(StreamFlags { non_blocking: true, ..StreamFlags::default() }) }.map(Some)
     }
 
-    fn keep_modules_alive(&self) -> Result<()> {
-        // HIP modules live as long as the process; nothing to retain.
-        Ok(())
-    }
-
     unsafe fn stream_create(&self, flags: StreamFlags) -> Result<hip::hipStream_t> {
         let mut stream: hip::hipStream_t = std::ptr::null_mut();
         let kind = if flags.non_blocking { hip::hipStreamNonBlocking } else { 0 };
