@@ -53,6 +53,10 @@ pub const UTIL: &str = include_str!("portable/util.kern");
 /// BabelStream's memory-bandwidth kernels: `stream_copy`, `stream_mul`,
 /// `stream_add`, `stream_triad`, `stream_dot`.
 pub const BANDWIDTH: &str = include_str!("portable/bandwidth.kern");
+/// Elements each thread of `stream_copy`, `stream_mul`, `stream_add` and
+/// `stream_triad` moves (`STREAM_PER_THREAD` in `bandwidth.kern`): a launch
+/// covers `n` with `ceil(n / (STREAM_PER_THREAD * block))` blocks.
+pub const STREAM_PER_THREAD: u32 = 4;
 
 /// Every portable source, by workload name.
 pub const ALL: [(&str, &str); 6] =
@@ -317,6 +321,13 @@ mod tests {
     fn normal_forms_ignore_comments_and_spacing() {
         assert_eq!(normal_form("KERNEL  void k(uint n) // note\n{ }"), normal_form("KERNEL void k(uint n)\n{\n}"));
         assert_ne!(normal_form("x = a + b;"), normal_form("x = a - b;"));
+    }
+
+    #[test]
+    fn stream_per_thread_matches_the_source() {
+        // A launcher that divides by another count would leave elements
+        // unwritten (or launch blocks that write nothing).
+        assert!(BANDWIDTH.contains(&format!("#define STREAM_PER_THREAD {STREAM_PER_THREAD}\n")));
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut outcomes = Vec::new();
     let linear = |k: &Kernel| {
         let threads = k.block_size(BlockRequest::new(BLOCK));
-        LaunchConfig::linear(n32.div_ceil(threads), threads, 0)
+        LaunchConfig::linear(n32.div_ceil(threads * hetero::kernels::STREAM_PER_THREAD), threads, 0)
     };
 
     // copy: c = a.

@@ -1,15 +1,16 @@
 //! The BabelStream kernels of `bandwidth.kern`: each block copies its run
-//! of elements in one read and one write per array, which the compiler
+//! of elements (`STREAM_PER_THREAD` per thread) in one read and one write per array, which the compiler
 //! vectorises; dot adds each thread's grid-stride products in the kernel's
 //! order and the block's sums with the kernel's tree.
 
 use super::{Args, Block, Fault, block_sum};
 
-/// The elements `[first, end)` one block of one element per thread covers.
+/// The elements `[first, end)` one block covers: `STREAM_PER_THREAD`
+/// elements per thread, consecutive for the block.
 fn run(block: &Block, n: usize) -> std::ops::Range<usize> {
-    let threads = block.threads();
-    let first = (block.idx[0] as usize * threads).min(n);
-    first..(first + threads).min(n)
+    let len = block.threads() * hetero_kernels::STREAM_PER_THREAD as usize;
+    let first = (block.idx[0] as usize * len).min(n);
+    first..(first + len).min(n)
 }
 
 /// Reads `len` elements of argument `arg` from `at`.
