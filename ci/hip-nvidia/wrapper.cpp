@@ -146,6 +146,17 @@ EXPORT hipError_t hetero_hipDeviceEnablePeerAccess(int peer, unsigned int flags)
     hipError_t e = bind_context();
     return e == hipSuccess ? hipDeviceEnablePeerAccess(peer, flags) : e;
 }
+// Memory pools grant peers access on their own (peer access does not
+// cover stream-ordered allocations). hipMemAccessDesc has
+// cudaMemAccessDesc's layout and values; pools pass as opaque handles.
+EXPORT hipError_t hetero_hipDeviceGetMemPool(void** pool, int device) {
+    hipError_t e = bind_context();
+    return e == hipSuccess ? hipCUDAErrorTohipError(cudaDeviceGetMemPool(reinterpret_cast<cudaMemPool_t*>(pool), device)) : e;
+}
+EXPORT hipError_t hetero_hipMemPoolSetAccess(void* pool, const void* descs, size_t count) {
+    return hipCUDAErrorTohipError(
+        cudaMemPoolSetAccess(static_cast<cudaMemPool_t>(pool), static_cast<const cudaMemAccessDesc*>(descs), count));
+}
 EXPORT hipError_t hetero_hipMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t bytes, hipStream_t stream) {
     hipError_t e = bind_context();
     return e == hipSuccess ? hipMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream) : e;

@@ -365,9 +365,28 @@ impl Runtime for Cuda {
         // SAFETY: this device's context is current (the caller's contract);
         // the peer's primary context is retained by `peer`.
         match unsafe { sys::cuCtxEnablePeerAccess(peer.context, 0) } {
-            sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
-            other => check("cuCtxEnablePeerAccess", other),
+            sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+            other => check("cuCtxEnablePeerAccess", other)?,
         }
+        // Peer access does not cover stream-ordered allocations: the peer's
+        // memory pool grants this device access on its own. Without it the
+        // driver staged every copy from a pool through host memory (38 GB/s
+        // over an 18-link NVLink that torch crossed at 390 GB/s).
+        if peer.raw_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? == 0 {
+            return Ok(());
+        }
+        let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: pool is a valid out-pointer; peer.device is a device handle.
+        check("cuDeviceGetMemPool", unsafe { sys::cuDeviceGetMemPool(&mut pool, peer.device) })?;
+        let access = sys::CUmemAccessDesc {
+            location: sys::CUmemLocation {
+                type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+                id: self.device,
+            },
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: pool is the peer's live pool; access is one valid descriptor.
+        check("cuMemPoolSetAccess", unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) })
     }
 
     unsafe fn copy_peer(

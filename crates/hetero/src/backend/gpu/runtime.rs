@@ -144,8 +144,9 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     /// Whether this device can read and write `peer`'s memory directly
     /// (`false` for one physical device: it is no peer of itself).
     fn can_access_peer(&self, peer: &Self) -> Result<bool>;
-    /// Lets this (current) device reach `peer`'s memory directly; access
-    /// already enabled is success.
+    /// Lets this (current) device reach `peer`'s memory directly, its
+    /// memory pool's stream-ordered allocations included (the pool grants
+    /// access apart from the context); access already enabled is success.
     unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()>;
     /// Enqueues a copy of `len` bytes from `src`, memory of `from`, to
     /// `dst`, memory of `to`, on `stream` of this device.

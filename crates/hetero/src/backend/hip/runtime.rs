@@ -317,9 +317,23 @@ impl Runtime for Hip {
     unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()> {
         // SAFETY: this device is current (the caller's contract).
         match unsafe { hip::hipDeviceEnablePeerAccess(peer.ordinal, 0) } {
-            hip::hipError_t_hipErrorPeerAccessAlreadyEnabled => Ok(()),
-            other => check("hipDeviceEnablePeerAccess", other),
+            hip::hipError_t_hipErrorPeerAccessAlreadyEnabled => {}
+            other => check("hipDeviceEnablePeerAccess", other)?,
         }
+        // Peer access does not cover stream-ordered allocations: the peer's
+        // memory pool grants this device access on its own.
+        let mut pool: hip::hipMemPool_t = std::ptr::null_mut();
+        // SAFETY: pool is a valid out-pointer.
+        match unsafe { hip::hipDeviceGetMemPool(&mut pool, peer.ordinal) } {
+            hip::hipError_t_hipErrorNotSupported => return Ok(()),
+            other => check("hipDeviceGetMemPool", other)?,
+        }
+        let access = hip::hipMemAccessDesc {
+            location: hip::hipMemLocation { type_: hip::hipMemLocationType_hipMemLocationTypeDevice, id: self.ordinal },
+            flags: hip::hipMemAccessFlags_hipMemAccessFlagsProtReadWrite,
+        };
+        // SAFETY: pool is the peer's live pool; access is one valid descriptor.
+        check("hipMemPoolSetAccess", unsafe { hip::hipMemPoolSetAccess(pool, &access, 1) })
     }
 
     unsafe fn copy_peer(
