@@ -33,7 +33,7 @@ enum Dest {
     /// Standard output (`-`).
     Stdout,
     /// A regular file or a new path: `temp` is renamed over `target`.
-    Replace { target: PathBuf, temp: PathBuf, file: Option<File> },
+    Replace { target: PathBuf, temp: PathBuf },
     /// Written in place when complete: a FIFO, a device, a name under
     /// `/dev` or `/proc`.
     InPlace { path: PathBuf },
@@ -80,7 +80,9 @@ fn resolve(flag: &str, path: &Path) -> Result<Resolved, String> {
 }
 
 /// A report file being prepared. Dropping it without [`Output::commit`]
-/// removes the temporary file and leaves the destination untouched.
+/// leaves the destination untouched. No temporary file exists until the
+/// commit, so a run killed before it (a job's time limit) leaves nothing
+/// behind: one created up front outlived every killed run.
 #[derive(Debug)]
 pub struct Output {
     flag: &'static str,
@@ -90,8 +92,8 @@ pub struct Output {
 
 impl Output {
     /// Prepares the report for `path` (named after the command-line `flag`
-    /// in errors): for a file, creates its temporary file, failing when
-    /// the folder cannot be written.
+    /// in errors): for a file, creates and removes its temporary file,
+    /// failing when the folder cannot be written.
     pub fn create(flag: &'static str, path: &Path) -> Result<Self, String> {
         let dest = if path == Path::new(STDOUT) {
             Dest::Stdout
@@ -105,10 +107,10 @@ impl Output {
                     temp_name.push(name);
                     temp_name.push(format!(".{}.tmp", std::process::id()));
                     let temp = target.with_file_name(temp_name);
-                    let file = File::create_new(&temp).map_err(|e| {
+                    File::create_new(&temp).and_then(|_| std::fs::remove_file(&temp)).map_err(|e| {
                         format!("{flag}: cannot write beside `{}` ({}): {e}", target.display(), temp.display())
                     })?;
-                    Dest::Replace { target, temp, file: Some(file) }
+                    Dest::Replace { target, temp }
                 }
             }
         };
@@ -132,8 +134,8 @@ impl Output {
                 let mut file = std::fs::OpenOptions::new().append(true).open(path).map_err(fail)?;
                 file.write_all(bytes).and_then(|()| file.flush()).map_err(fail)
             }
-            Dest::Replace { target, temp, file } => {
-                let mut file = file.take().ok_or_else(|| fail(std::io::Error::other("already written")))?;
+            Dest::Replace { target, temp } => {
+                let mut file = File::create_new(&*temp).map_err(fail)?;
                 if let Err(e) = file.write_all(bytes).and_then(|()| file.sync_all()) {
                     drop(file);
                     let _ = std::fs::remove_file(&*temp);
@@ -145,16 +147,6 @@ impl Output {
                     fail(e)
                 })
             }
-        }
-    }
-}
-
-impl Drop for Output {
-    fn drop(&mut self) {
-        if let Dest::Replace { temp, file, .. } = &mut self.dest
-            && file.take().is_some()
-        {
-            let _ = std::fs::remove_file(&*temp);
         }
     }
 }
@@ -228,9 +220,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("report.json");
         std::fs::write(&path, "keep me").unwrap();
-        drop(Output::create("--json", &path).unwrap());
+        let pending = Output::create("--json", &path).unwrap();
+        // A run killed now (never dropping `pending`) leaves no file behind.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file before the commit");
+        drop(pending);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep me");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "the temporary file is removed");
         Output::create("--json", &path).unwrap().commit(b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
         std::fs::remove_dir_all(&dir).unwrap();
