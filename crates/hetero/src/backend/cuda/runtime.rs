@@ -20,7 +20,7 @@ static KEPT: Mutex<Vec<sys::CUdevice>> = Mutex::new(Vec::new());
 ///
 /// Invariant: `context` is the retained primary context of `device`,
 /// released when this is dropped (after every stream of it: they hold it).
-/// The process keeps one more retain of it ([`KEPT`]), as CUDA's runtime
+/// The process keeps one more retain of it (`KEPT`), as CUDA's runtime
 /// API does with the contexts it creates: modules cached for the process
 /// stay valid, and a context is created once, never again while another
 /// device's stream waits on a gate. Creating a context then waited for that
