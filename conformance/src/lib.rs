@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod clock;
+pub mod compare;
 pub mod document;
 pub mod dump;
 pub mod html;

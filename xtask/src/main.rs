@@ -8,7 +8,9 @@
 //! - `bench [--backend cuda,hip] [--json F]`: per-operation host cost
 //!   through hetero and through the vendor API in the same process.
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
-//!   combines reports of different nodes or jobs into one comparison.
+//!   combines reports of different nodes or jobs into one comparison;
+//!   `report compare OLD.json NEW.json [--threshold F] [--fail-on-regression]`:
+//!   flags what got slower or changed between two runs.
 //! - `ci-matrix --format github|gitlab|slurm [--runners LIST]`: the CI job
 //!   matrix of `ci/matrix.json`.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
@@ -60,7 +62,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Combine conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`.
+    /// Combine or compare conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`,
+    /// `cargo xtask report compare OLD.json NEW.json`.
     #[command(disable_help_flag = true)]
     Report {
         /// Arguments for the `report` tool.

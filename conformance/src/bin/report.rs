@@ -2,6 +2,12 @@
 //! combines `conform` reports from different nodes or CI jobs into one
 //! comparison, without rerunning anything. Exit status 0 when every merged
 //! check passed, 1 when one failed, 2 when the inputs cannot be read.
+//!
+//! `report compare OLD.json NEW.json [--threshold F] [--fail-on-regression]
+//! [--markdown OUT] [--junit OUT]`: flags every result of NEW slower than
+//! OLD's by more than F (default 0.1), whose verdict changed, or that is
+//! gone (`compare.rs`). Exit status 0, or 1 with `--fail-on-regression`
+//! when something is flagged, 2 when the reports cannot be compared.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,41 +41,46 @@ enum Command {
         #[arg(long)]
         junit: Option<PathBuf>,
     },
+    /// Flag what got slower or changed between two reports of the same work.
+    Compare {
+        /// The earlier report (`conform --json`).
+        old: PathBuf,
+        /// The later report.
+        new: PathBuf,
+        /// Flag a time longer than the old one by more than this fraction.
+        #[arg(long, default_value = "0.1", value_parser = conformance::compare::threshold)]
+        threshold: f64,
+        /// Exit 1 when anything is flagged.
+        #[arg(long)]
+        fail_on_regression: bool,
+        /// Write the comparison as Markdown here (default: print it).
+        #[arg(long)]
+        markdown: Option<PathBuf>,
+        /// Write one failing test case per flag as JUnit XML here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+    },
+}
+
+/// Reads a `conform --json` report.
+fn read(path: &std::path::Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: not a conform report: {e}", path.display()))
+}
+
+/// Writes `text` to `path` whole or not at all.
+fn write(flag: &'static str, path: &std::path::Path, text: &str) -> Result<(), String> {
+    Output::create(flag, path)?.commit(text.as_bytes())
 }
 
 fn main() -> ExitCode {
-    let Command::Merge { inputs, json, markdown: md, junit: xml } = Cli::parse().command;
-    let run = || -> Result<bool, String> {
-        let reports = inputs
-            .iter()
-            .map(|path| {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                serde_json::from_str::<Report>(&text)
-                    .map_err(|e| format!("{}: not a conform report: {e}", path.display()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let merged = conformance::report::merge(reports)?;
-        let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
-        let files: Vec<(&'static str, &std::path::Path)> =
-            paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
-        output::check_distinct(&files)?;
-        let write =
-            |flag: &'static str, path: &PathBuf, text: String| Output::create(flag, path)?.commit(text.as_bytes());
-        if let Some(path) = &json {
-            write("--json", path, serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n")?;
+    let outcome = match Cli::parse().command {
+        Command::Merge { inputs, json, markdown, junit } => merge(&inputs, json, markdown, junit),
+        Command::Compare { old, new, threshold, fail_on_regression, markdown, junit } => {
+            compare(&old, &new, threshold, markdown, junit).map(|clean| clean || !fail_on_regression)
         }
-        if let Some(path) = &xml {
-            write("--junit", path, junit::render(&merged)?)?;
-        }
-        match &md {
-            Some(path) => write("--markdown", path, markdown::render(&merged))?,
-            // With a report on standard output, the comparison goes to standard error.
-            None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", markdown::render(&merged)),
-            None => print!("{}", markdown::render(&merged)),
-        }
-        Ok(merged.passed())
     };
-    match run() {
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
@@ -77,4 +88,51 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `report compare`: `true` when nothing was flagged.
+fn compare(
+    old: &std::path::Path,
+    new: &std::path::Path,
+    threshold: f64,
+    md: Option<PathBuf>,
+    xml: Option<PathBuf>,
+) -> Result<bool, String> {
+    let (old, new) = (read(old)?, read(new)?);
+    let found = conformance::compare::compare(&old, &new, threshold)?;
+    let files: Vec<(&'static str, &std::path::Path)> =
+        [("--junit", &xml), ("--markdown", &md)].iter().filter_map(|(f, p)| p.as_deref().map(|p| (*f, p))).collect();
+    output::check_distinct(&files)?;
+    if let Some(path) = &xml {
+        write("--junit", path, &found.junit()?)?;
+    }
+    match &md {
+        Some(path) => write("--markdown", path, &found.markdown())?,
+        None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", found.markdown()),
+        None => print!("{}", found.markdown()),
+    }
+    Ok(found.flags.is_empty())
+}
+
+/// `report merge`: `true` when every merged check passed.
+fn merge(inputs: &[PathBuf], json: Option<PathBuf>, md: Option<PathBuf>, xml: Option<PathBuf>) -> Result<bool, String> {
+    let reports = inputs.iter().map(|p| read(p)).collect::<Result<Vec<_>, _>>()?;
+    let merged = conformance::report::merge(reports)?;
+    let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
+    let files: Vec<(&'static str, &std::path::Path)> =
+        paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
+    output::check_distinct(&files)?;
+    if let Some(path) = &json {
+        write("--json", path, &(serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n"))?;
+    }
+    if let Some(path) = &xml {
+        write("--junit", path, &junit::render(&merged)?)?;
+    }
+    match &md {
+        Some(path) => write("--markdown", path, &markdown::render(&merged))?,
+        // With a report on standard output, the comparison goes to standard error.
+        None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", markdown::render(&merged)),
+        None => print!("{}", markdown::render(&merged)),
+    }
+    Ok(merged.passed())
 }

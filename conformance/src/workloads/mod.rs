@@ -2,6 +2,7 @@
 //! reference and comparison; kernels live in `hetero-kernels`.
 
 pub mod bandwidth;
+pub mod grid;
 pub mod pull;
 pub mod reduce;
 pub mod scan;

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use hetero::{Context, DeviceBuffer, Kernel, LaunchConfig, Stream};
 
-use super::wave::{C2, FIELDS, Grid, block_width};
+use super::grid::{C2, FIELDS, Grid, block_width};
 use super::{Env, Failure, Outcome};
 use crate::check::elementwise;
 use crate::clock::Clock;

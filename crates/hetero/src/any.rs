@@ -47,22 +47,6 @@ pub enum AnyDevice {
     Hip(HipDevice),
 }
 
-impl AnyDevice {
-    /// The backend's device inside, as `Any` (for [`crate::peer::peer_of`]).
-    pub(crate) fn as_any(&self) -> &dyn std::any::Any {
-        match self {
-            #[cfg(feature = "host")]
-            AnyDevice::Host(d) => d,
-            #[cfg(feature = "opencl")]
-            AnyDevice::OpenCl(d) => d,
-            #[cfg(feature = "cuda")]
-            AnyDevice::Cuda(d) => d,
-            #[cfg(feature = "hip")]
-            AnyDevice::Hip(d) => d,
-        }
-    }
-}
-
 /// Backends compiled into this build, in [`Backend::ALL`] order.
 pub fn compiled_backends() -> Vec<Backend> {
     Backend::ALL.into_iter().filter(|&b| is_compiled(b)).collect()

@@ -13,9 +13,33 @@ use std::ptr::NonNull;
 use enum_dispatch::enum_dispatch;
 
 use crate::error::{Error, ErrorKind, Result};
-pub use crate::peer::{PeerRange, PeerRoute};
 pub(crate) use crate::types::INLINE_ARGS;
-pub use crate::types::{AllocId, ArgBytes, Backend, EventId, KernelArg, KernelId, ModuleId, StreamId, UnknownBackend};
+pub use crate::types::{
+    AllocId, ArgBytes, Backend, EventId, KernelArg, KernelId, ModuleId, PeerRoute, StreamId, UnknownBackend,
+};
+
+/// A byte range of an allocation of `device`: one side of
+/// [`crate::Device::copy_peer`].
+#[derive(Clone, Copy)]
+pub struct PeerRange<'a> {
+    /// The device that owns the allocation, as [`Device::as_peer`] gives it.
+    pub device: &'a dyn std::any::Any,
+    /// The bytes.
+    pub range: DeviceRange,
+}
+
+impl std::fmt::Debug for PeerRange<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerRange").field("range", &self.range).finish_non_exhaustive()
+    }
+}
+
+impl<'a> PeerRange<'a> {
+    /// `range` of an allocation of `device`.
+    pub fn new<D: Device>(device: &'a D, range: DeviceRange) -> Self {
+        Self { device: device.as_peer(), range }
+    }
+}
 
 /// What a device is and what it can run. Launch validation reads these limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,8 +443,14 @@ pub trait Device: Send + Sync + 'static {
     /// must be owned by the caller.
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()>;
 
+    /// This device as another device's peer operations take it
+    /// ([`PeerRange::device`], [`Device::peer_route`],
+    /// [`Device::stream_wait_peer_event`]): the backend's own device object,
+    /// which an [`crate::AnyDevice`] gives from inside.
+    fn as_peer(&self) -> &dyn std::any::Any;
+
     /// How copies between this device and `peer` (another device of the
-    /// same backend, as in [`PeerRange::device`]) go; the route
+    /// same backend, as [`Device::as_peer`] gives it) go; the route
     /// [`Device::copy_peer`] takes. A device of another backend is a
     /// [`ErrorKind::DeviceMismatch`].
     fn peer_route(&self, peer: &dyn std::any::Any) -> Result<PeerRoute>;

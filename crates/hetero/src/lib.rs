@@ -53,7 +53,6 @@ pub mod backend;
 mod block;
 mod error;
 pub mod host_kernel;
-mod peer;
 pub mod safe;
 mod select;
 mod shard;

@@ -183,3 +183,31 @@ impl std::fmt::Debug for ArgBytes {
 /// Kernel arguments a launch gathers and packs without a heap allocation
 /// (the typed layer and the GPU backends keep them in `SmallVec`s of this size).
 pub(crate) const INLINE_ARGS: usize = 16;
+
+/// How a copy between two devices runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PeerRoute {
+    /// In one step, by the devices themselves: one device (or two device
+    /// objects of one device), peer access between two GPUs, or the host
+    /// backend's workers copying between their memories.
+    Direct,
+    /// Through host memory: read into a staging buffer on the source's
+    /// side, written from it on the destination's side.
+    Staged,
+}
+
+impl PeerRoute {
+    /// `"direct"` or `"staged"`, as reports print it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerRoute::Direct => "direct",
+            PeerRoute::Staged => "staged",
+        }
+    }
+}
+
+impl fmt::Display for PeerRoute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -33,3 +33,4 @@ pub mod host;
 #[cfg(feature = "opencl")]
 #[cfg_attr(docsrs, doc(cfg(feature = "opencl")))]
 pub mod opencl;
+pub(crate) mod peer;

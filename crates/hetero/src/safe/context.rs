@@ -83,7 +83,7 @@ impl<D: Device> Context<D> {
     /// [`crate::ErrorKind::DeviceMismatch`].
     pub fn peer_route(&self, other: &Context<D>) -> Result<crate::PeerRoute> {
         let peer: &D = &other.device;
-        self.device.peer_route(peer as &dyn std::any::Any)
+        self.device.peer_route(peer.as_peer())
     }
 
     /// Allocations whose buffers were dropped while queued work still used

@@ -23,7 +23,6 @@
 //! they reach the trackers in the bridge stream's order, as a stream's own
 //! marks do.
 
-use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use bytemuck::Pod;
@@ -97,7 +96,7 @@ fn track_far<D: Device>(
     let mut spare = bridge.order.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: the bridge stream is far's and used under its order lock; the
     // event is a live mark of `near`, held by the caller for the call.
-    unsafe { far.stream_wait_peer_event(bridge.id, near as &dyn Any, near_event) }?;
+    unsafe { far.stream_wait_peer_event(bridge.id, near.as_peer(), near_event) }?;
     // SAFETY: as above.
     let mark = unsafe { far.mark_from(bridge.id, &mut spare) }?;
     held.lock();
@@ -158,7 +157,7 @@ impl<D: Device> Stream<D> {
             same_device(&self.device, far_device, "copy_peer")?;
         }
         if sv.len == 0 {
-            return self.device.peer_route(&***far_device as &dyn Any);
+            return self.device.peer_route(far_device.as_peer());
         }
         self.copy_across(near, far, &sv, &dv)
     }
@@ -185,7 +184,7 @@ impl<D: Device> Stream<D> {
             far_held.before_with(far_device, self.id, |event| {
                 // SAFETY: a live mark of the far device (its tracker's
                 // invariant); the stream is this one's.
-                unsafe { self.device.stream_wait_peer_event(self.id, far_device as &dyn Any, event) }
+                unsafe { self.device.stream_wait_peer_event(self.id, far_device.as_peer(), event) }
             })
         });
         near_held.unlock();
@@ -243,6 +242,6 @@ impl<D: Device> Stream<D> {
         self.device.cross();
         let peer: &D = device;
         // SAFETY: both are owned by the typed layer; the event is the peer's.
-        unsafe { self.device.stream_wait_peer_event(self.id, peer as &dyn Any, id) }
+        unsafe { self.device.stream_wait_peer_event(self.id, peer.as_peer(), id) }
     }
 }

@@ -152,6 +152,9 @@ impl Device for Wrapped {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.fill_u32(dst, pattern, stream) }
     }
+    fn as_peer(&self) -> &dyn std::any::Any {
+        self
+    }
     fn peer_route(&self, peer: &dyn std::any::Any) -> Result<hetero::PeerRoute> {
         self.inner.peer_route(inner_of(peer)?)
     }

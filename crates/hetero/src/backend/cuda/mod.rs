@@ -61,6 +61,9 @@ pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
     }
     // cudarc panics if the driver lacks a symbol it binds (an old driver):
     // report that as unavailable instead of crashing.
+    if let Err(e) = runtime::check_driver() {
+        return (Vec::new(), vec![e]);
+    }
     let found = std::panic::catch_unwind(|| {
         // SAFETY: the library is present; cuInit may be called any number of times.
         error::check("cuInit", unsafe { cudarc::driver::sys::cuInit(0) })?;

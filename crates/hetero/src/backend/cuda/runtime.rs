@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::sys;
 
@@ -11,6 +11,117 @@ use super::error::{check, error};
 use crate::backend::gpu::{Attribute, Identity, ModuleCache, Runtime, Sealed};
 use crate::device::{Backend, StreamFlags};
 use crate::error::{ErrorKind, Result};
+
+/// Every driver entry point the backend calls, by the name it is loaded
+/// under, with the older name used where a driver lacks it.
+/// `cuEventElapsedTime_v2` came with CUDA 12.8 drivers (R570); earlier ones
+/// export only `cuEventElapsedTime`, with the same signature. Kept whole
+/// by `driver_symbols_cover_every_call`.
+pub(crate) const DRIVER_SYMBOLS: &[(&str, Option<&str>)] = &[
+    ("cuCtxEnablePeerAccess", None),
+    ("cuCtxGetCurrent", None),
+    ("cuCtxSetCurrent", None),
+    ("cuDeviceCanAccessPeer", None),
+    ("cuDeviceGet", None),
+    ("cuDeviceGetAttribute", None),
+    ("cuDeviceGetCount", None),
+    ("cuDeviceGetMemPool", None),
+    ("cuDeviceGetName", None),
+    ("cuDeviceGetPCIBusId", None),
+    ("cuDeviceGetUuid_v2", None),
+    ("cuDevicePrimaryCtxRelease_v2", None),
+    ("cuDevicePrimaryCtxRetain", None),
+    ("cuDeviceTotalMem_v2", None),
+    ("cuDriverGetVersion", None),
+    ("cuEventCreate", None),
+    ("cuEventDestroy_v2", None),
+    ("cuEventElapsedTime_v2", Some("cuEventElapsedTime")),
+    ("cuEventQuery", None),
+    ("cuEventRecord", None),
+    ("cuEventSynchronize", None),
+    ("cuFuncGetAttribute", None),
+    ("cuInit", None),
+    ("cuLaunchKernel", None),
+    ("cuMemAllocAsync", None),
+    ("cuMemAlloc_v2", None),
+    ("cuMemFreeAsync", None),
+    ("cuMemFreeHost", None),
+    ("cuMemFree_v2", None),
+    ("cuMemHostAlloc", None),
+    ("cuMemHostGetDevicePointer_v2", None),
+    ("cuMemPoolSetAccess", None),
+    ("cuMemcpyDtoDAsync_v2", None),
+    ("cuMemcpyDtoHAsync_v2", None),
+    ("cuMemcpyHtoDAsync_v2", None),
+    ("cuMemcpyPeerAsync", None),
+    ("cuMemsetD32Async", None),
+    ("cuModuleGetFunction", None),
+    ("cuModuleLoadData", None),
+    ("cuStreamCreateWithPriority", None),
+    ("cuStreamDestroy_v2", None),
+    ("cuStreamQuery", None),
+    ("cuStreamSynchronize", None),
+    ("cuStreamWaitEvent", None),
+    ("cuStreamWaitValue32_v2", None),
+];
+
+/// The oldest driver API the backend runs on: CUDA 12.0 (R525 drivers).
+pub(crate) const OLDEST_DRIVER: i32 = 12000;
+
+/// The entry points of [`DRIVER_SYMBOLS`] that a library exporting the
+/// names `has` answers for lacks, fallback included.
+pub(crate) fn missing_symbols(has: impl Fn(&str) -> bool) -> Vec<&'static str> {
+    DRIVER_SYMBOLS
+        .iter()
+        .filter(|(name, older)| !has(name) && !older.is_some_and(&has))
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+/// `cuEventElapsedTime(_v2)`'s signature.
+type ElapsedFn = unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult;
+
+/// The elapsed-time entry point this driver exports, resolved at discovery.
+static ELAPSED: OnceLock<ElapsedFn> = OnceLock::new();
+
+/// Checks the loaded driver before any other call: its version (at least
+/// [`OLDEST_DRIVER`]) and every entry point the backend may call, and
+/// resolves the one with two names. cudarc panics at the first call of a
+/// symbol the driver lacks; this names it instead.
+pub(super) fn check_driver() -> Result<()> {
+    // SAFETY: the library is present (checked by the caller); culib loads it once.
+    let lib = unsafe { sys::culib() };
+    // SAFETY: each name is looked up only, never called here.
+    let has = |name: &str| unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_ok();
+    let mut version = 0;
+    if has("cuDriverGetVersion") {
+        // SAFETY: version is a valid out-pointer; the call needs no cuInit.
+        check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
+    }
+    let release = format!("{}.{}", version / 1000, version % 1000 / 10);
+    if version < OLDEST_DRIVER {
+        return Err(error(
+            "cuDriverGetVersion",
+            ErrorKind::Unavailable,
+            format!("the NVIDIA driver supports CUDA {release}; hetero needs a driver for CUDA 12.0 or later (R525+)"),
+        ));
+    }
+    let missing = missing_symbols(has);
+    if !missing.is_empty() {
+        return Err(error(
+            "load libcuda",
+            ErrorKind::Unavailable,
+            format!("the NVIDIA driver (CUDA {release}) does not export {}", missing.join(", ")),
+        ));
+    }
+    // SAFETY: both names have ElapsedFn's signature; one of them is present (checked above).
+    let elapsed = unsafe { lib.get::<ElapsedFn>(b"cuEventElapsedTime_v2") }
+        .or_else(|_| unsafe { lib.get::<ElapsedFn>(b"cuEventElapsedTime") })
+        .map(|f| *f)
+        .map_err(|e| error("load libcuda", ErrorKind::Unavailable, format!("cuEventElapsedTime: {e}")))?;
+    let _ = ELAPSED.set(elapsed);
+    Ok(())
+}
 
 /// Devices whose primary context the process keeps (one retain each, never
 /// released).
@@ -271,8 +382,12 @@ impl Runtime for Cuda {
 
     unsafe fn event_elapsed(&self, start: sys::CUevent, end: sys::CUevent) -> Result<f32> {
         let mut ms = 0f32;
-        // SAFETY: the caller's contract; ms is a valid out-pointer.
-        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) })?;
+        let elapsed = ELAPSED.get().ok_or_else(|| {
+            error("cuEventElapsedTime", ErrorKind::Unavailable, "the driver was not checked at discovery")
+        })?;
+        // SAFETY: the caller's contract; ms is a valid out-pointer; elapsed
+        // is the driver's cuEventElapsedTime(_v2).
+        check("cuEventElapsedTime", unsafe { elapsed(&mut ms, start, end) })?;
         Ok(ms)
     }
 
@@ -455,5 +570,66 @@ impl Runtime for Cuda {
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, std::ptr::null_mut())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DRIVER_SYMBOLS, missing_symbols};
+    use std::collections::BTreeSet;
+
+    /// The list names every `sys::cu*` call of the backend, and nothing
+    /// else but the entry point called through a resolved pointer: a call
+    /// left out would panic on a driver that lacks it.
+    #[test]
+    fn driver_symbols_cover_every_call() {
+        let sources =
+            [include_str!("mod.rs"), include_str!("runtime.rs"), include_str!("compile.rs"), include_str!("error.rs")];
+        let mut called = BTreeSet::new();
+        for source in sources {
+            for (at, _) in source.match_indices("sys::cu") {
+                let name: String =
+                    source[at + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if name.len() > 2 && name.as_bytes()[2].is_ascii_uppercase() {
+                    called.insert(name);
+                }
+            }
+        }
+        let listed: BTreeSet<String> =
+            DRIVER_SYMBOLS.iter().map(|(n, _)| n.to_string()).filter(|n| n != "cuEventElapsedTime_v2").collect();
+        assert_eq!(called, listed);
+    }
+
+    /// A driver of before CUDA 12.8 lacks `cuEventElapsedTime_v2` and is
+    /// enough through its older name; one lacking both, or any other
+    /// call, is named.
+    #[test]
+    fn older_names_stand_in() {
+        assert!(missing_symbols(|n| n != "cuEventElapsedTime_v2").is_empty());
+        assert_eq!(missing_symbols(|n| !n.starts_with("cuEventElapsedTime")), ["cuEventElapsedTime_v2"]);
+        assert_eq!(missing_symbols(|n| n != "cuMemPoolSetAccess"), ["cuMemPoolSetAccess"]);
+    }
+
+    /// Against a real driver's exports (`nm -D --defined-only` of a
+    /// `libcuda.so`, one name per line; `ci/driver-symbols.sh` makes them
+    /// from Debian's `libcuda1` 535), named by
+    /// `HETERO_CUDA_DRIVER_EXPORTS`: every call the backend may make is
+    /// there or has a fallback that is.
+    #[test]
+    fn a_real_drivers_exports_cover_every_call() {
+        let Some(path) = std::env::var_os("HETERO_CUDA_DRIVER_EXPORTS") else {
+            println!("skipped: HETERO_CUDA_DRIVER_EXPORTS names no list of a driver's exports");
+            return;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy()));
+        let exports: BTreeSet<&str> = text.lines().map(str::trim).collect();
+        assert!(
+            exports.len() > 100,
+            "{} lists {} names: not a driver's exports",
+            path.to_string_lossy(),
+            exports.len()
+        );
+        let missing = missing_symbols(|n| exports.contains(n));
+        assert!(missing.is_empty(), "the driver lacks {missing:?}");
     }
 }

@@ -14,14 +14,15 @@ use super::runtime::{Attribute, Runtime};
 use super::stream::GpuStream;
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
 use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
     StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
+use crate::device::{PeerRange, PeerRoute};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
-use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// A device of a CUDA-like runtime ([`crate::backend::cuda::CudaDevice`],
 /// [`crate::backend::hip::HipDevice`]). Every call makes the device current
@@ -550,6 +551,10 @@ impl<R: Runtime> Device for GpuDevice<R> {
         }
         // SAFETY: the range is checked, 4-byte aligned device memory.
         self.check(unsafe { self.runtime.fill_u32(to, pattern, dst.len / 4, held.raw) })
+    }
+
+    fn as_peer(&self) -> &dyn Any {
+        self
     }
 
     fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {

@@ -15,14 +15,15 @@ use super::module::HostModule;
 use super::stream::{HostStream, Op};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
 use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
+use crate::device::{PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
-use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// A kernel handle's implementation, shared with the launches that run it.
 type KernelEntry = Arc<HostKernel>;
@@ -356,6 +357,10 @@ impl Device for HostDevice {
                 Ok(())
             }),
         )
+    }
+
+    fn as_peer(&self) -> &dyn Any {
+        self
     }
 
     fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {

@@ -24,15 +24,16 @@ use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
+use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
 use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
     ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range,
     check_kernel_limits, check_range,
 };
+use crate::device::{PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
-use crate::peer::{PeerRange, PeerRoute, peer_gate_refused_on, peer_of, sides};
 
 /// An OpenCL device with its own context.
 pub struct OpenClDevice {
@@ -702,6 +703,10 @@ impl Device for OpenClDevice {
                 list,
             )
         })
+    }
+
+    fn as_peer(&self) -> &dyn Any {
+        self
     }
 
     fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {

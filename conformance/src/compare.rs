@@ -1,0 +1,272 @@
+//! Regressions between two runs (`report compare OLD.json NEW.json`): the
+//! results of the same backend, device (model and index), workload and
+//! variant are paired, and every time slower than the old one by more
+//! than a threshold, and every result whose verdict changed or that
+//! disappeared, is flagged.
+//!
+//! Only reports of one schema version, size and seed compare: the work
+//! must be the same for the times to mean anything.
+
+use std::collections::BTreeMap;
+
+use quick_junit::{NonSuccessKind, Report as JunitReport, TestCase, TestCaseStatus, TestSuite};
+
+use crate::report::{Report, ResultRecord, Run};
+
+/// The default threshold: a time 10% longer than the old one is flagged.
+pub const DEFAULT_THRESHOLD: f64 = 0.10;
+
+/// What changed for one paired result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Its time grew by more than the threshold.
+    Slower {
+        /// The old time, ms.
+        old_ms: f64,
+        /// The new time, ms.
+        new_ms: f64,
+    },
+    /// Its verdict changed.
+    Verdict {
+        /// It passed before.
+        old: bool,
+        /// It passes now.
+        new: bool,
+    },
+    /// The old report has it, the new one does not.
+    Missing,
+}
+
+/// One flagged result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flag {
+    /// `backend device-name #index`.
+    pub device: String,
+    /// `workload/variant`.
+    pub result: String,
+    /// What changed.
+    pub change: Change,
+}
+
+impl Flag {
+    /// One line for a person.
+    pub fn describe(&self) -> String {
+        match &self.change {
+            Change::Slower { old_ms, new_ms } => {
+                format!("{:.3} ms -> {:.3} ms ({:+.1}%)", old_ms, new_ms, (new_ms / old_ms - 1.0) * 100.0)
+            }
+            Change::Verdict { old, new } => format!("{} -> {}", verdict(*old), verdict(*new)),
+            Change::Missing => "in the old report only".into(),
+        }
+    }
+}
+
+fn verdict(passed: bool) -> &'static str {
+    if passed { "pass" } else { "FAIL" }
+}
+
+/// Everything the comparison found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The threshold the times were judged by.
+    pub threshold: f64,
+    /// Results present in both reports.
+    pub paired: usize,
+    /// The flagged ones, in report order.
+    pub flags: Vec<Flag>,
+}
+
+/// Checks a threshold given on the command line.
+pub fn threshold(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("`{text}` is not a threshold: give a fraction of at least 0, e.g. 0.1 for 10%")),
+    }
+}
+
+type Key = (String, String, usize, String, String);
+
+fn key(run: &Run, r: &ResultRecord) -> Key {
+    (run.backend.clone(), run.device.name.clone(), run.device.ordinal, r.workload.name().to_string(), r.variant.clone())
+}
+
+/// Compares `new` with `old`; an error says why the two cannot be compared.
+pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison, String> {
+    if old.schema_version != new.schema_version {
+        return Err(format!(
+            "the reports have schema versions {} and {}: rerun the old one with this conform",
+            old.schema_version, new.schema_version
+        ));
+    }
+    if old.size != new.size {
+        return Err(format!(
+            "the reports ran size {} and size {}: compare runs of one size",
+            old.size.name(),
+            new.size.name()
+        ));
+    }
+    if old.seed != new.seed {
+        return Err(format!("the reports ran seeds {} and {}: compare runs of one seed", old.seed, new.seed));
+    }
+    for (which, report) in [("old", old), ("new", new)] {
+        if report.runs.iter().all(|r| r.results.is_empty()) {
+            return Err(format!("the {which} report has no results"));
+        }
+    }
+    let newer: BTreeMap<Key, &ResultRecord> =
+        new.runs.iter().flat_map(|run| run.results.iter().map(move |r| (key(run, r), r))).collect();
+    let mut flags = Vec::new();
+    let mut paired = 0;
+    for run in &old.runs {
+        let device = format!("{} {} #{}", run.backend, run.device.name, run.device.ordinal);
+        for was in &run.results {
+            let result = format!("{}/{}", was.workload.name(), was.variant);
+            let flag = |change| Flag { device: device.clone(), result: result.clone(), change };
+            let Some(now) = newer.get(&key(run, was)) else {
+                flags.push(flag(Change::Missing));
+                continue;
+            };
+            paired += 1;
+            if was.passed != now.passed {
+                flags.push(flag(Change::Verdict { old: was.passed, new: now.passed }));
+            }
+            if let (Some(old_ms), Some(new_ms)) = (was.device_ms, now.device_ms)
+                && old_ms > 0.0
+                && new_ms > old_ms * (1.0 + threshold)
+            {
+                flags.push(flag(Change::Slower { old_ms, new_ms }));
+            }
+        }
+    }
+    Ok(Comparison { threshold, paired, flags })
+}
+
+impl Comparison {
+    /// The comparison as Markdown: a summary line and a table of flags.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# Regressions\n\n{} results paired; {} flagged (times more than {:.0}% longer, changed verdicts, missing results).\n",
+            self.paired,
+            self.flags.len(),
+            self.threshold * 100.0
+        );
+        if !self.flags.is_empty() {
+            out.push_str("\n| device | workload / variant | change |\n|---|---|---|\n");
+            for f in &self.flags {
+                out.push_str(&format!("| {} | {} | {} |\n", f.device, f.result, f.describe()));
+            }
+        }
+        out
+    }
+
+    /// The comparison as JUnit XML: one failing test case per flag.
+    pub fn junit(&self) -> Result<String, String> {
+        let mut junit = JunitReport::new("hetero-regressions");
+        let mut suite = TestSuite::new("report compare");
+        if self.flags.is_empty() {
+            suite.add_test_case(TestCase::new("no regression", TestCaseStatus::success()));
+        }
+        for f in &self.flags {
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            status.set_message(f.describe());
+            let mut case = TestCase::new(format!("{} {}", f.device, f.result), status);
+            case.set_classname("regression");
+            suite.add_test_case(case);
+        }
+        junit.add_test_suite(suite);
+        junit.to_string().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{DeviceReport, SCHEMA_VERSION};
+    use crate::workloads::{Size, Workload};
+
+    fn result(variant: &str, ms: f64, passed: bool) -> ResultRecord {
+        let mut r = ResultRecord::failure(Workload::Reduce, Size::Small, String::new());
+        r.variant = variant.into();
+        r.device_ms = Some(ms);
+        r.passed = passed;
+        r.note = None;
+        r
+    }
+
+    fn report(results: Vec<ResultRecord>) -> Report {
+        let device = DeviceReport {
+            name: "GPU".into(),
+            vendor: String::new(),
+            platform: String::new(),
+            ordinal: 0,
+            total_memory_bytes: 0,
+            compute_units: 1,
+            warp_size: 32,
+            pci_bus_id: None,
+            uuid: None,
+        };
+        let run = Run {
+            backend: "cuda".into(),
+            device,
+            d2d_gbps: None,
+            device_timing_unavailable: None,
+            baseline: None,
+            results,
+        };
+        Report {
+            schema_version: SCHEMA_VERSION,
+            hetero_version: "0".into(),
+            seed: 1,
+            size: Size::Small,
+            runs: vec![run],
+            unavailable: Vec::new(),
+        }
+    }
+
+    /// A time 20% longer is flagged, one 5% longer is not, a verdict that
+    /// changed and a result that disappeared are flagged.
+    #[test]
+    fn slower_changed_and_missing_results_are_flagged() {
+        let old = report(vec![
+            result("a", 1.0, true),
+            result("b", 1.0, true),
+            result("c", 1.0, true),
+            result("d", 1.0, true),
+        ]);
+        let new = report(vec![result("a", 1.2, true), result("b", 1.05, true), result("c", 1.0, false)]);
+        let found = compare(&old, &new, DEFAULT_THRESHOLD).expect("comparable");
+        let changes: Vec<(&str, &Change)> = found.flags.iter().map(|f| (f.result.as_str(), &f.change)).collect();
+        assert_eq!(
+            changes,
+            [
+                ("reduce/a", &Change::Slower { old_ms: 1.0, new_ms: 1.2 }),
+                ("reduce/c", &Change::Verdict { old: true, new: false }),
+                ("reduce/d", &Change::Missing),
+            ]
+        );
+        assert_eq!(found.paired, 3);
+        assert!(found.markdown().contains("+20.0%"), "{}", found.markdown());
+        assert!(found.junit().expect("xml").contains("reduce/c"));
+    }
+
+    /// Reports of other sizes, seeds or schemas, or with no results, are
+    /// refused with the reason; thresholds must be fractions of at least 0.
+    #[test]
+    fn mismatched_reports_and_bad_thresholds_are_refused() {
+        let old = report(vec![result("a", 1.0, true)]);
+        let mut other = old.clone();
+        other.size = Size::Medium;
+        assert!(compare(&old, &other, 0.1).unwrap_err().contains("size"));
+        let mut other = old.clone();
+        other.seed = 2;
+        assert!(compare(&old, &other, 0.1).unwrap_err().contains("seeds"));
+        let mut other = old.clone();
+        other.schema_version += 1;
+        assert!(compare(&old, &other, 0.1).unwrap_err().contains("schema"));
+        assert!(compare(&old, &report(Vec::new()), 0.1).unwrap_err().contains("no results"));
+        assert_eq!(threshold("0.2"), Ok(0.2));
+        for bad in ["-0.1", "x", "NaN", "inf", ""] {
+            assert!(threshold(bad).is_err(), "{bad}");
+        }
+    }
+}
