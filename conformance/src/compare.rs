@@ -194,17 +194,7 @@ mod tests {
     }
 
     fn report(results: Vec<ResultRecord>) -> Report {
-        let device = DeviceReport {
-            name: "GPU".into(),
-            vendor: String::new(),
-            platform: String::new(),
-            ordinal: 0,
-            total_memory_bytes: 0,
-            compute_units: 1,
-            warp_size: 32,
-            pci_bus_id: None,
-            uuid: None,
-        };
+        let device = DeviceReport::named("GPU");
         let run = Run {
             backend: "cuda".into(),
             device,

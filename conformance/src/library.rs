@@ -123,17 +123,7 @@ mod tests {
         scan.workload = Workload::Scan;
         Run {
             backend: "cuda".into(),
-            device: DeviceReport {
-                name: device.into(),
-                vendor: String::new(),
-                platform: String::new(),
-                ordinal: 0,
-                total_memory_bytes: 0,
-                compute_units: 1,
-                warp_size: 32,
-                pci_bus_id: None,
-                uuid: None,
-            },
+            device: DeviceReport::named(device),
             d2d_gbps: Some(16.0),
             device_timing_unavailable: None,
             baseline: None,

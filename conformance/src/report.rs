@@ -75,6 +75,24 @@ pub struct DeviceReport {
     pub uuid: Option<String>,
 }
 
+#[cfg(test)]
+impl DeviceReport {
+    /// A device of `name` with nothing else known, for tests.
+    pub(crate) fn named(name: &str) -> Self {
+        DeviceReport {
+            name: name.into(),
+            vendor: String::new(),
+            platform: String::new(),
+            ordinal: 0,
+            total_memory_bytes: 0,
+            compute_units: 1,
+            warp_size: 32,
+            pci_bus_id: None,
+            uuid: None,
+        }
+    }
+}
+
 impl DeviceReport {
     /// `PCI <address>, UUID <uuid>` (what the driver gave of them), or
     /// `None` when it gave neither.

@@ -2,7 +2,7 @@
 //! launches: what the single-device run (`wave.rs`) and the run split
 //! across devices (`split.rs`) share.
 
-use hetero::{BlockRequest, Kernel};
+use hetero::{BlockRequest, Kernel, LaunchConfig};
 
 use super::Size;
 
@@ -102,4 +102,16 @@ impl Grid {
 /// (whole warps) where it holds one. Any width works.
 pub fn block_width(kernel: &Kernel) -> u32 {
     kernel.block_size(BlockRequest::new(BLOCK_WIDTH))
+}
+
+/// The launch of `wave_step` or `wave_rows` over `rows` rows `nx` cells
+/// wide, `width` threads a block, each thread computing
+/// [`hetero::kernels::WAVE_ROWS`] cells of its column.
+pub fn rows_launch(nx: usize, rows: usize, width: u32) -> LaunchConfig {
+    let (nx, rows) = (u32::try_from(nx).unwrap_or(u32::MAX), u32::try_from(rows).unwrap_or(u32::MAX));
+    LaunchConfig {
+        grid: [nx.div_ceil(width), rows.div_ceil(hetero::kernels::WAVE_ROWS), 1],
+        block: [width, 1, 1],
+        shared_bytes: 0,
+    }
 }

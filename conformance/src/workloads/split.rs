@@ -27,7 +27,7 @@
 
 use std::time::Instant;
 
-use hetero::{Context, DeviceBuffer, Kernel, LaunchConfig, Stream};
+use hetero::{Context, DeviceBuffer, Kernel, Stream};
 
 use super::grid::{C2, FIELDS, Grid, block_width};
 use super::{Env, Failure, Outcome};
@@ -138,12 +138,7 @@ fn launch_rows(
         .get_disjoint_mut([step % FIELDS, (step + 1) % FIELDS, (step + 2) % FIELDS])
         .map_err(|e| Failure::Internal(format!("wave field rotation: {e}")))?;
     let (prev, cur, next) = (prev.slice(..)?, cur.slice(..)?, next.slice_mut(..)?);
-    let height = u32::try_from(local.len()).unwrap_or(u32::MAX);
-    let config = LaunchConfig {
-        grid: [(g.nx as u32).div_ceil(width), height.div_ceil(hetero::kernels::WAVE_ROWS), 1],
-        block: [width, 1, 1],
-        shared_bytes: 0,
-    };
+    let config = super::grid::rows_launch(g.nx, local.len(), width);
     let args = [
         (&prev).into(),
         (&cur).into(),

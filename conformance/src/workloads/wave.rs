@@ -44,7 +44,7 @@
 use std::f64::consts::PI;
 use std::time::Instant;
 
-use hetero::{Context, DeviceBuffer, Event, Kernel, LaunchConfig, Stream};
+use hetero::{Context, DeviceBuffer, Event, Kernel, Stream};
 
 pub use super::grid::{BALANCED_SNAPSHOTS, BLOCK_WIDTH, C2, FIELDS, Grid, STAGING, block_width};
 use super::{Env, Failure, Outcome, Workload, median, timed};
@@ -149,11 +149,7 @@ fn launch_step(
         .map_err(|e| Failure::Internal(format!("wave field rotation: {e}")))?;
     let (prev, cur, next) = (prev.slice(..)?, cur.slice(..)?, next.slice_mut(..)?);
     let (sx, sy) = g.source();
-    let config = LaunchConfig {
-        grid: [(g.nx as u32).div_ceil(width), (g.ny as u32).div_ceil(hetero::kernels::WAVE_ROWS), 1],
-        block: [width, 1, 1],
-        shared_bytes: 0,
-    };
+    let config = super::grid::rows_launch(g.nx, g.ny, width);
     let args = [
         (&prev).into(),
         (&cur).into(),

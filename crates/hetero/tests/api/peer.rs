@@ -5,23 +5,10 @@
 
 use std::time::Duration;
 
-use hetero::{BlockRequest, Context, ErrorKind, Kernel, LaunchConfig, PeerRoute};
+use hetero::{BlockRequest, Context, ErrorKind, LaunchConfig, PeerRoute};
 
+use super::semantics::{affine, launch_affine};
 use super::user_kernels::{host_saxpy, launch_saxpy, reads_past_the_end};
-
-fn affine(ctx: &Context) -> Kernel {
-    ctx.build_module(hetero::kernels::UTIL).and_then(|m| m.kernel("affine_u32")).expect("affine_u32 builds")
-}
-
-/// Enqueues x = a * x + b over the whole buffer.
-fn launch_affine(stream: &hetero::Stream, kernel: &Kernel, x: &mut hetero::DeviceBuffer<u32>, a: u32, b: u32) {
-    let n = x.len() as u32;
-    let xs = x.slice_mut(..).expect("whole buffer");
-    let threads = kernel.block_size(BlockRequest::new(64));
-    let config = LaunchConfig::covering([n, 1, 1], [threads, 1, 1], 0);
-    // SAFETY: affine_u32 touches x[0..n) and x holds n elements.
-    unsafe { stream.launch(kernel, config, &[(&xs).into(), n.into(), a.into(), b.into()]) }.expect("launch");
-}
 
 /// Runs `body` on another thread and fails if it has not returned in time.
 fn within<T: Send + 'static>(seconds: u64, what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {

@@ -10,12 +10,18 @@ use rand_chacha::ChaCha8Rng;
 
 const SENTINEL: u32 = 0xDEAD_BEEF;
 
-fn affine(ctx: &Context) -> Kernel {
+pub(super) fn affine(ctx: &Context) -> Kernel {
     ctx.build_module(hetero::kernels::UTIL).and_then(|m| m.kernel("affine_u32")).expect("affine_u32 builds")
 }
 
 /// Enqueues x = a * x + b on `stream` over the whole buffer.
-fn launch_affine(stream: &hetero::Stream, kernel: &Kernel, x: &mut hetero::DeviceBuffer<u32>, a: u32, b: u32) {
+pub(super) fn launch_affine(
+    stream: &hetero::Stream,
+    kernel: &Kernel,
+    x: &mut hetero::DeviceBuffer<u32>,
+    a: u32,
+    b: u32,
+) {
     let n = x.len() as u32;
     let xs = x.slice_mut(..).expect("whole buffer");
     let threads = kernel.block_size(BlockRequest::new(64));
