@@ -10,7 +10,7 @@
 # and root (the daemons run as root here). It starts munged, slurmctld and
 # slurmd on ports of its own, runs `ci/slurm/submit.sh RUNNERS OPTIONS...`,
 # waits for every job, merges the reports into reports/summary.md and
-# reports/merged.xml, and exits 0 only when every job completed and every
+# reports/merged.xml (reports/ must be empty or absent), and exits 0 only when every job completed and every
 # merged check passed. A job that failed or was cancelled is listed in the
 # summary with its state. The daemons are stopped on every exit.
 set -euo pipefail
@@ -20,6 +20,13 @@ shift $(($# > 0 ? 1 : 0))
 for tool in munged slurmctld slurmd sbatch squeue scontrol sinfo; do
   command -v "$tool" >/dev/null || { echo "local-cluster: $tool is missing: apt-get install slurm-wlm munge" >&2; exit 2; }
 done
+
+# The jobs write reports/ and everything there is merged: earlier reports
+# would be merged too, and are not this script's to delete.
+if [ -n "$(ls -A reports 2>/dev/null)" ]; then
+  echo "local-cluster: reports/ is not empty; move it away first" >&2
+  exit 2
+fi
 
 work=$(mktemp -d /tmp/hetero-slurm.XXXXXX)
 chmod 755 "$work"
@@ -99,7 +106,6 @@ done
 echo "local-cluster: $host up, $cpus CPUs, partition cpu"
 
 step="submit.sh $runners $*"
-rm -rf reports
 bash ci/slurm/submit.sh "$runners" "$@" | tee "$work/submitted.txt"
 mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p' "$work/submitted.txt")
 [ "${#jobs[@]}" -gt 0 ] || { echo "local-cluster: no job was submitted" >&2; exit 1; }
