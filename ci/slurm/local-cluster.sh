@@ -32,6 +32,7 @@ work=$(mktemp -d /tmp/hetero-slurm.XXXXXX)
 chmod 755 "$work"
 pids=()
 step=setup
+# shellcheck disable=SC2317 # called by the EXIT trap
 stop() {
   local code=$?
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done

@@ -27,7 +27,7 @@ cargo build --locked -p xtask
 rows=$(cargo xtask ci-matrix --format slurm --runners "$runners")
 # The builds `cargo xtask conform --backend B` makes in each job, one per
 # backend the rows name.
-for backend in $(awk '{print $1}' <<< "$rows" | sort -u); do
+awk '{print $1}' <<< "$rows" | sort -u | while read -r backend; do
   cargo build --release --locked -p conformance --bin conform --no-default-features --features "host,$backend"
 done
 
