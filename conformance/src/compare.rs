@@ -90,24 +90,37 @@ fn key(run: &Run, r: &ResultRecord) -> Key {
     (run.backend.clone(), run.device.name.clone(), run.device.ordinal, r.workload.name().to_string(), r.variant.clone())
 }
 
-/// Compares `new` with `old`; an error says why the two cannot be compared.
-pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison, String> {
-    if old.schema_version != new.schema_version {
+/// Whether a run of `schema`, `size` and `seed` can be compared with
+/// `old`; the error says why not. `conform --against` asks before it runs.
+pub fn comparable(old: &Report, schema: u32, size: crate::workloads::Size, seed: u64) -> Result<(), String> {
+    if old.schema_version != schema {
         return Err(format!(
-            "the reports have schema versions {} and {}: rerun the old one with this conform",
-            old.schema_version, new.schema_version
+            "the reports have schema versions {} and {schema}: rerun the old one with this conform",
+            old.schema_version
         ));
     }
-    if old.size != new.size {
+    if old.size != size {
         return Err(format!(
             "the reports ran size {} and size {}: compare runs of one size",
             old.size.name(),
-            new.size.name()
+            size.name()
         ));
     }
-    if old.seed != new.seed {
-        return Err(format!("the reports ran seeds {} and {}: compare runs of one seed", old.seed, new.seed));
+    if old.seed != seed {
+        return Err(format!("the reports ran seeds {} and {seed}: compare runs of one seed", old.seed));
     }
+    Ok(())
+}
+
+/// Reads a `conform --json` report; the error names the file.
+pub fn read(path: &std::path::Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: not a conform report: {e}", path.display()))
+}
+
+/// Compares `new` with `old`; an error says why the two cannot be compared.
+pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison, String> {
+    comparable(old, new.schema_version, new.size, new.seed)?;
     for (which, report) in [("old", old), ("new", new)] {
         if report.runs.iter().all(|r| r.results.is_empty()) {
             return Err(format!("the {which} report has no results"));

@@ -100,6 +100,16 @@ struct Cli {
     /// gets a `baseline` section with hetero's time over the library's.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
+    /// An earlier report of the same size and seed (`--json`): every result slower than it by more
+    /// than --regression-threshold, changed or gone is flagged after the run.
+    #[arg(long, value_name = "FILE")]
+    against: Option<PathBuf>,
+    /// With --against: flag times longer than the earlier report's by more than this fraction.
+    #[arg(long, default_value = "0.1", value_parser = conformance::compare::threshold)]
+    regression_threshold: f64,
+    /// With --against: exit 1 when anything is flagged.
+    #[arg(long)]
+    fail_on_regression: bool,
     /// Wave grid side in cells (default: by size).
     #[arg(long, value_name = "CELLS", value_parser = clap::value_parser!(u32).range(5..=65536))]
     wave_grid: Option<u32>,
@@ -152,6 +162,11 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     conformance::output::check_distinct(&files).map_err(CannotRun)?;
     let library =
         cli.baseline.as_deref().map(|p| conformance::library::load(p, cli.size)).transpose().map_err(CannotRun)?;
+    let against = cli.against.as_deref().map(conformance::compare::read).transpose().map_err(CannotRun)?;
+    if let Some(old) = &against {
+        conformance::compare::comparable(old, SCHEMA_VERSION, cli.size, cli.seed)
+            .map_err(|e| CannotRun(format!("--against: {e}")))?;
+    }
     let (contexts, unavailable) = select(cli)?;
     // An allocator setting that is not understood would fail every
     // allocation, each a failed check: the run cannot start instead.
@@ -257,6 +272,13 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     } else {
         say(format!("FAIL: {failed} of {total} checks failed\n"));
     }
+    let mut regressed = false;
+    if let Some(old) = &against {
+        let found = conformance::compare::compare(old, &report, cli.regression_threshold)
+            .map_err(|e| CannotRun(format!("--against: {e}")))?;
+        say(found.markdown());
+        regressed = !found.flags.is_empty() && cli.fail_on_regression;
+    }
     if let Some(file) = json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| CannotRun(format!("--json: {e}")))?;
         file.commit(format!("{text}\n").as_bytes()).map_err(CannotRun)?;
@@ -274,7 +296,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     if let Some(file) = markdown_file {
         file.commit(conformance::markdown::render(&report).as_bytes()).map_err(CannotRun)?;
     }
-    Ok(report.passed())
+    Ok(report.passed() && !regressed)
 }
 
 /// The other selected devices of `contexts[index]`'s backend when it is

@@ -14,7 +14,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use conformance::output::{self, Output};
-use conformance::report::Report;
 use conformance::{junit, markdown};
 
 #[derive(Debug, Parser)]
@@ -62,12 +61,6 @@ enum Command {
     },
 }
 
-/// Reads a `conform --json` report.
-fn read(path: &std::path::Path) -> Result<Report, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str::<Report>(&text).map_err(|e| format!("{}: not a conform report: {e}", path.display()))
-}
-
 /// Writes `text` to `path` whole or not at all.
 fn write(flag: &'static str, path: &std::path::Path, text: &str) -> Result<(), String> {
     Output::create(flag, path)?.commit(text.as_bytes())
@@ -98,7 +91,7 @@ fn compare(
     md: Option<PathBuf>,
     xml: Option<PathBuf>,
 ) -> Result<bool, String> {
-    let (old, new) = (read(old)?, read(new)?);
+    let (old, new) = (conformance::compare::read(old)?, conformance::compare::read(new)?);
     let found = conformance::compare::compare(&old, &new, threshold)?;
     let files: Vec<(&'static str, &std::path::Path)> =
         [("--junit", &xml), ("--markdown", &md)].iter().filter_map(|(f, p)| p.as_deref().map(|p| (*f, p))).collect();
@@ -116,7 +109,7 @@ fn compare(
 
 /// `report merge`: `true` when every merged check passed.
 fn merge(inputs: &[PathBuf], json: Option<PathBuf>, md: Option<PathBuf>, xml: Option<PathBuf>) -> Result<bool, String> {
-    let reports = inputs.iter().map(|p| read(p)).collect::<Result<Vec<_>, _>>()?;
+    let reports = inputs.iter().map(|p| conformance::compare::read(p)).collect::<Result<Vec<_>, _>>()?;
     let merged = conformance::report::merge(reports)?;
     let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
     let files: Vec<(&'static str, &std::path::Path)> =

@@ -41,3 +41,11 @@ pub(super) fn compile(source: &CStr, arch: &str) -> Result<Vec<c_char>> {
     let _ = unsafe { nvrtc::destroy_program(program) };
     ptx
 }
+
+/// NVRTC's version, `(major, minor)`, when it answers.
+pub(super) fn nvrtc_version() -> Option<(i32, i32)> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid out-pointers; NVRTC is loaded (it compiled the module).
+    let code = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (code == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
+}

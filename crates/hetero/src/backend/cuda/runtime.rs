@@ -123,6 +123,31 @@ pub(super) fn check_driver() -> Result<()> {
     Ok(())
 }
 
+/// The error for PTX the driver cannot load: NVRTC is newer than the
+/// driver. Names both versions and the remedy.
+#[cold]
+fn newer_nvrtc() -> crate::error::Error {
+    let mut version = 0;
+    // SAFETY: version is a valid out-pointer.
+    let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+    let nvrtc =
+        super::compile::nvrtc_version().map_or("unknown".to_string(), |(major, minor)| format!("{major}.{minor}"));
+    error(
+        "cuModuleLoadData",
+        ErrorKind::Build,
+        format!(
+            "the driver (CUDA {}.{}) cannot load PTX from NVRTC {nvrtc}, which is newer: put an NVRTC no newer than \
+             the driver first on the library path (e.g. a CUDA {}.x toolkit's libnvrtc.so.{}, or the \
+             nvidia-cuda-nvrtc-cu{} wheel's), or update the driver",
+            version / 1000,
+            version % 1000 / 10,
+            version / 1000,
+            version / 1000,
+            version / 1000
+        ),
+    )
+}
+
 /// Devices whose primary context the process keeps (one retain each, never
 /// released).
 static KEPT: Mutex<Vec<sys::CUdevice>> = Mutex::new(Vec::new());
@@ -531,8 +556,10 @@ impl Runtime for Cuda {
     unsafe fn module_load(&self, image: &[c_char]) -> Result<sys::CUmodule> {
         let mut module: sys::CUmodule = std::ptr::null_mut();
         // SAFETY: image is NUL-terminated PTX from NVRTC (the caller's contract).
-        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) })?;
-        Ok(module)
+        match unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) } {
+            sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION => Err(newer_nvrtc()),
+            other => check("cuModuleLoadData", other).map(|()| module),
+        }
     }
 
     unsafe fn module_function(&self, module: sys::CUmodule, name: &CStr) -> Result<sys::CUfunction> {
