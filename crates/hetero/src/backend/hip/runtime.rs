@@ -423,3 +423,110 @@ impl Runtime for Hip {
         })
     }
 }
+
+/// Every HIP and hiprtc function the backend calls. The bindings look each
+/// up at its first call and panic when the runtime lacks it (discovery
+/// turns that into an unavailable backend naming the symbol); CI checks the
+/// list against ROCm 5.2's `libamdhip64.so.5`, which also holds hiprtc.
+/// Kept whole by `runtime_symbols_cover_every_call`; only tests read it.
+#[cfg(test)]
+const RUNTIME_SYMBOLS: &[&str] = &[
+    "hipDeviceCanAccessPeer",
+    "hipDeviceEnablePeerAccess",
+    "hipDeviceGetAttribute",
+    "hipDeviceGetMemPool",
+    "hipDeviceGetName",
+    "hipDeviceGetPCIBusId",
+    "hipDeviceTotalMem",
+    "hipDriverGetVersion",
+    "hipEventCreateWithFlags",
+    "hipEventDestroy",
+    "hipEventElapsedTime",
+    "hipEventQuery",
+    "hipEventRecord",
+    "hipEventSynchronize",
+    "hipFree",
+    "hipFreeAsync",
+    "hipFuncGetAttribute",
+    "hipGetDevice",
+    "hipGetDeviceCount",
+    "hipGetErrorName",
+    "hipGetErrorString",
+    "hipHostFree",
+    "hipHostGetDevicePointer",
+    "hipHostMalloc",
+    "hipInit",
+    "hipMalloc",
+    "hipMallocAsync",
+    "hipMemPoolSetAccess",
+    "hipMemcpyDtoDAsync",
+    "hipMemcpyDtoHAsync",
+    "hipMemcpyHtoDAsync",
+    "hipMemcpyPeerAsync",
+    "hipMemsetD32Async",
+    "hipModuleGetFunction",
+    "hipModuleLaunchKernel",
+    "hipModuleLoadData",
+    "hipSetDevice",
+    "hipStreamCreateWithPriority",
+    "hipStreamDestroy",
+    "hipStreamQuery",
+    "hipStreamSynchronize",
+    "hipStreamWaitEvent",
+    "hipStreamWaitValue32",
+    "hiprtcCompileProgram",
+    "hiprtcCreateProgram",
+    "hiprtcDestroyProgram",
+    "hiprtcGetCode",
+    "hiprtcGetCodeSize",
+    "hiprtcGetErrorString",
+    "hiprtcGetProgramLog",
+    "hiprtcGetProgramLogSize",
+];
+
+#[cfg(test)]
+mod symbol_tests {
+    use super::RUNTIME_SYMBOLS;
+    use std::collections::BTreeSet;
+
+    /// The list names every `hip::` call of the backend and nothing else.
+    #[test]
+    fn runtime_symbols_cover_every_call() {
+        let sources =
+            [include_str!("mod.rs"), include_str!("runtime.rs"), include_str!("compile.rs"), include_str!("error.rs")];
+        let mut called = BTreeSet::new();
+        for source in sources {
+            for (at, _) in source.match_indices("hip::hip") {
+                let name: String =
+                    source[at + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                if source[at + 5 + name.len()..].starts_with('(') {
+                    called.insert(name);
+                }
+            }
+        }
+        let listed: BTreeSet<String> = RUNTIME_SYMBOLS.iter().map(|n| n.to_string()).collect();
+        assert_eq!(called, listed);
+    }
+
+    /// Against a real runtime's exports (`nm -D --defined-only` of a
+    /// `libamdhip64.so`, one name per line, versions stripped;
+    /// `ci/driver-symbols.sh` makes them from Debian's ROCm 5.2), named by
+    /// `HETERO_HIP_RUNTIME_EXPORTS`.
+    #[test]
+    fn a_real_runtimes_exports_cover_every_call() {
+        let Some(path) = std::env::var_os("HETERO_HIP_RUNTIME_EXPORTS") else {
+            println!("skipped: HETERO_HIP_RUNTIME_EXPORTS names no list of a HIP runtime's exports");
+            return;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy()));
+        let exports: BTreeSet<&str> = text.lines().map(str::trim).collect();
+        assert!(
+            exports.len() > 100,
+            "{} lists {} names: not a runtime's exports",
+            path.to_string_lossy(),
+            exports.len()
+        );
+        let missing: Vec<&str> = RUNTIME_SYMBOLS.iter().copied().filter(|n| !exports.contains(n)).collect();
+        assert!(missing.is_empty(), "the runtime lacks {missing:?}");
+    }
+}
