@@ -603,6 +603,7 @@ impl Runtime for Cuda {
 #[cfg(test)]
 mod tests {
     use super::{DRIVER_SYMBOLS, missing_symbols};
+    use crate::backend::gpu::symbols;
     use std::collections::BTreeSet;
 
     /// The list names every `sys::cu*` call of the backend, and nothing
@@ -612,16 +613,7 @@ mod tests {
     fn driver_symbols_cover_every_call() {
         let sources =
             [include_str!("mod.rs"), include_str!("runtime.rs"), include_str!("compile.rs"), include_str!("error.rs")];
-        let mut called = BTreeSet::new();
-        for source in sources {
-            for (at, _) in source.match_indices("sys::cu") {
-                let name: String =
-                    source[at + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                if name.len() > 2 && name.as_bytes()[2].is_ascii_uppercase() {
-                    called.insert(name);
-                }
-            }
-        }
+        let called = symbols::called(&sources, "sys", "cu");
         let listed: BTreeSet<String> =
             DRIVER_SYMBOLS.iter().map(|(n, _)| n.to_string()).filter(|n| n != "cuEventElapsedTime_v2").collect();
         assert_eq!(called, listed);
@@ -644,18 +636,7 @@ mod tests {
     /// there or has a fallback that is.
     #[test]
     fn a_real_drivers_exports_cover_every_call() {
-        let Some(path) = std::env::var_os("HETERO_CUDA_DRIVER_EXPORTS") else {
-            println!("skipped: HETERO_CUDA_DRIVER_EXPORTS names no list of a driver's exports");
-            return;
-        };
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy()));
-        let exports: BTreeSet<&str> = text.lines().map(str::trim).collect();
-        assert!(
-            exports.len() > 100,
-            "{} lists {} names: not a driver's exports",
-            path.to_string_lossy(),
-            exports.len()
-        );
+        let Some(exports) = symbols::exports("HETERO_CUDA_DRIVER_EXPORTS") else { return };
         let missing = missing_symbols(|n| exports.contains(n));
         assert!(missing.is_empty(), "the driver lacks {missing:?}");
     }

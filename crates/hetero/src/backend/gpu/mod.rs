@@ -22,6 +22,8 @@ use std::any::Any;
 pub use device::GpuDevice;
 pub use module::ModuleCache;
 pub(crate) use runtime::sealed::Sealed;
+#[cfg(test)]
+pub(crate) use runtime::symbols;
 pub use runtime::{Attribute, Identity, Runtime};
 
 use crate::device::Backend;

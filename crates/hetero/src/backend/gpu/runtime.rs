@@ -183,3 +183,44 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
         params: *mut *mut c_void,
     ) -> Result<()>;
 }
+
+/// What the CUDA and HIP symbol tests share: the calls a backend's sources
+/// make, and a real library's exported names.
+#[cfg(test)]
+pub(crate) mod symbols {
+    use std::collections::BTreeSet;
+
+    /// The names called as `{path}::{prefix}Name(` in `sources`, `Name`
+    /// capitalised (`path` is `sys` for cudarc's bindings, `hip` for HIP's;
+    /// helpers such as `sys::culib` are left out).
+    pub(crate) fn called(sources: &[&str], path: &str, prefix: &str) -> BTreeSet<String> {
+        let lead = format!("{path}::{prefix}");
+        let mut names = BTreeSet::new();
+        for source in sources {
+            for (at, _) in source.match_indices(&lead) {
+                let start = at + path.len() + 2;
+                let name: String =
+                    source[start..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let capitalised = name[prefix.len()..].starts_with(|c: char| c.is_ascii_uppercase());
+                if capitalised && source[start + name.len()..].starts_with('(') {
+                    names.insert(name);
+                }
+            }
+        }
+        names
+    }
+
+    /// The exported names listed one per line in the file `var` names
+    /// (`nm -D --defined-only`, versions stripped), or `None` after
+    /// printing why the test is skipped.
+    pub(crate) fn exports(var: &str) -> Option<BTreeSet<String>> {
+        let Some(path) = std::env::var_os(var) else {
+            println!("skipped: {var} names no list of a library's exports");
+            return None;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy()));
+        let names: BTreeSet<String> = text.lines().map(|l| l.trim().to_string()).collect();
+        assert!(names.len() > 100, "{} lists {} names: not a library's exports", path.to_string_lossy(), names.len());
+        Some(names)
+    }
+}

@@ -487,6 +487,7 @@ const RUNTIME_SYMBOLS: &[&str] = &[
 #[cfg(test)]
 mod symbol_tests {
     use super::RUNTIME_SYMBOLS;
+    use crate::backend::gpu::symbols;
     use std::collections::BTreeSet;
 
     /// The list names every `hip::` call of the backend and nothing else.
@@ -494,16 +495,8 @@ mod symbol_tests {
     fn runtime_symbols_cover_every_call() {
         let sources =
             [include_str!("mod.rs"), include_str!("runtime.rs"), include_str!("compile.rs"), include_str!("error.rs")];
-        let mut called = BTreeSet::new();
-        for source in sources {
-            for (at, _) in source.match_indices("hip::hip") {
-                let name: String =
-                    source[at + 5..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                if source[at + 5 + name.len()..].starts_with('(') {
-                    called.insert(name);
-                }
-            }
-        }
+        let mut called = symbols::called(&sources, "hip", "hip");
+        called.extend(symbols::called(&sources, "hip", "hiprtc"));
         let listed: BTreeSet<String> = RUNTIME_SYMBOLS.iter().map(|n| n.to_string()).collect();
         assert_eq!(called, listed);
     }
@@ -514,19 +507,8 @@ mod symbol_tests {
     /// `HETERO_HIP_RUNTIME_EXPORTS`.
     #[test]
     fn a_real_runtimes_exports_cover_every_call() {
-        let Some(path) = std::env::var_os("HETERO_HIP_RUNTIME_EXPORTS") else {
-            println!("skipped: HETERO_HIP_RUNTIME_EXPORTS names no list of a HIP runtime's exports");
-            return;
-        };
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.to_string_lossy()));
-        let exports: BTreeSet<&str> = text.lines().map(str::trim).collect();
-        assert!(
-            exports.len() > 100,
-            "{} lists {} names: not a runtime's exports",
-            path.to_string_lossy(),
-            exports.len()
-        );
-        let missing: Vec<&str> = RUNTIME_SYMBOLS.iter().copied().filter(|n| !exports.contains(n)).collect();
+        let Some(exports) = symbols::exports("HETERO_HIP_RUNTIME_EXPORTS") else { return };
+        let missing: Vec<&str> = RUNTIME_SYMBOLS.iter().copied().filter(|n| !exports.contains(*n)).collect();
         assert!(missing.is_empty(), "the runtime lacks {missing:?}");
     }
 }
