@@ -54,13 +54,15 @@ pub fn median_us(rounds: usize, round: &mut dyn FnMut() -> Result<(), Fail>) -> 
     Ok(times[times.len() / 2])
 }
 
-/// Every device of `backend`, or the first one twice (two objects).
-fn devices(backend: Backend) -> Result<Vec<Context>, Fail> {
+/// Every device of `backend`, or the first one twice (two objects): the
+/// contexts, and whether the backend has a single device.
+fn devices(backend: Backend) -> Result<(Vec<Context>, bool), Fail> {
     let mut found: Vec<Context> = hetero::backend_devices(backend)?.into_iter().map(Context::new).collect();
-    if found.len() == 1 {
+    let single = found.len() == 1;
+    if single {
         found.extend(hetero::backend_devices(backend)?.into_iter().take(1).map(Context::new));
     }
-    Ok(found)
+    Ok((found, single))
 }
 
 /// hetero's round: a copy of `bytes` from `a` to `b` on `b`'s stream, and
@@ -112,9 +114,8 @@ fn raw_round(
 
 /// Every figure of `backend`'s device pairs at each of `sizes`.
 pub fn measure(backend: Backend, sizes: &[usize], rounds: usize) -> Result<Vec<PeerCost>, Fail> {
-    let contexts = devices(backend)?;
+    let (contexts, single) = devices(backend)?;
     let mut out = Vec::new();
-    let single = hetero::backend_devices(backend)?.len() == 1;
     for (i, a) in contexts.iter().enumerate() {
         for (j, b) in contexts.iter().enumerate() {
             if i == j || (single && i > j) {

@@ -61,6 +61,21 @@ enum Command {
     },
 }
 
+/// The Markdown to `--markdown`'s file, or printed: to standard error when
+/// another output is standard output, else to standard output.
+fn markdown_out(
+    path: Option<&std::path::Path>,
+    files: &[(&'static str, &std::path::Path)],
+    text: &str,
+) -> Result<(), String> {
+    match path {
+        Some(path) => write("--markdown", path, text)?,
+        None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{text}"),
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
 /// Writes `text` to `path` whole or not at all.
 fn write(flag: &'static str, path: &std::path::Path, text: &str) -> Result<(), String> {
     Output::create(flag, path)?.commit(text.as_bytes())
@@ -99,11 +114,7 @@ fn compare(
     if let Some(path) = &xml {
         write("--junit", path, &found.junit()?)?;
     }
-    match &md {
-        Some(path) => write("--markdown", path, &found.markdown())?,
-        None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", found.markdown()),
-        None => print!("{}", found.markdown()),
-    }
+    markdown_out(md.as_deref(), &files, &found.markdown())?;
     Ok(found.flags.is_empty())
 }
 
@@ -121,11 +132,6 @@ fn merge(inputs: &[PathBuf], json: Option<PathBuf>, md: Option<PathBuf>, xml: Op
     if let Some(path) = &xml {
         write("--junit", path, &junit::render(&merged)?)?;
     }
-    match &md {
-        Some(path) => write("--markdown", path, &markdown::render(&merged))?,
-        // With a report on standard output, the comparison goes to standard error.
-        None if output::any_stdout(files.iter().map(|(_, p)| *p)) => eprint!("{}", markdown::render(&merged)),
-        None => print!("{}", markdown::render(&merged)),
-    }
+    markdown_out(md.as_deref(), &files, &markdown::render(&merged))?;
     Ok(merged.passed())
 }

@@ -12,10 +12,7 @@ use crate::error::{Error, ErrorKind, Result};
 /// `peer` (as [`Device::as_peer`] gives it) as a device of type `T`; any
 /// other type is a [`ErrorKind::DeviceMismatch`].
 pub(crate) fn peer_of<'a, T: Device>(backend: Backend, call: &'static str, peer: &'a dyn Any) -> Result<&'a T> {
-    if let Some(device) = peer.downcast_ref::<T>() {
-        return Ok(device);
-    }
-    Err(mismatch(backend, call))
+    peer.downcast_ref::<T>().ok_or_else(|| mismatch(backend, call))
 }
 
 #[cold]
@@ -36,9 +33,9 @@ pub(crate) fn same_object<T>(a: &T, b: &T) -> bool {
     std::ptr::eq(a, b)
 }
 
-/// Which of a copy's two sides is the device called (`me`), and the other
-/// one: `Ok((mine, other, me_is_source))`. Both sides on `me` is a copy
-/// within one device, `other` then being `me`.
+/// A copy's source and destination devices, `(from, to)`, one of which
+/// must be the device called (`me`); both are `me` for a copy within one
+/// device.
 pub(crate) fn sides<'a, T: Device>(
     me: &'a T,
     call: &'static str,

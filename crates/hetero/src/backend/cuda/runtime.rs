@@ -29,7 +29,6 @@ pub(crate) const DRIVER_SYMBOLS: &[(&str, Option<&str>)] = &[
     ("cuDeviceGetName", None),
     ("cuDeviceGetPCIBusId", None),
     ("cuDeviceGetUuid_v2", None),
-    ("cuDevicePrimaryCtxRelease_v2", None),
     ("cuDevicePrimaryCtxRetain", None),
     ("cuDeviceTotalMem_v2", None),
     ("cuDriverGetVersion", None),
@@ -98,7 +97,7 @@ pub(super) fn check_driver() -> Result<()> {
         // SAFETY: version is a valid out-pointer; the call needs no cuInit.
         check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
     }
-    let release = format!("{}.{}", version / 1000, version % 1000 / 10);
+    let release = release(version);
     if version < OLDEST_DRIVER {
         return Err(error(
             "cuDriverGetVersion",
@@ -123,6 +122,11 @@ pub(super) fn check_driver() -> Result<()> {
     Ok(())
 }
 
+/// A `cuDriverGetVersion` answer as a CUDA release (`12020` is `12.2`).
+fn release(version: i32) -> String {
+    format!("{}.{}", version / 1000, version % 1000 / 10)
+}
+
 /// The error for PTX the driver cannot load: NVRTC is newer than the
 /// driver. Names both versions and the remedy.
 #[cold]
@@ -130,35 +134,50 @@ fn newer_nvrtc() -> crate::error::Error {
     let mut version = 0;
     // SAFETY: version is a valid out-pointer.
     let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+    let major = version / 1000;
     let nvrtc =
         super::compile::nvrtc_version().map_or("unknown".to_string(), |(major, minor)| format!("{major}.{minor}"));
     error(
         "cuModuleLoadData",
         ErrorKind::Build,
         format!(
-            "the driver (CUDA {}.{}) cannot load PTX from NVRTC {nvrtc}, which is newer: put an NVRTC no newer than \
-             the driver first on the library path (e.g. a CUDA {}.x toolkit's libnvrtc.so.{}, or the \
-             nvidia-cuda-nvrtc-cu{} wheel's), or update the driver",
-            version / 1000,
-            version % 1000 / 10,
-            version / 1000,
-            version / 1000,
-            version / 1000
+            "the driver (CUDA {}) cannot load PTX from NVRTC {nvrtc}, which is newer: put an NVRTC no newer than \
+             the driver first on the library path (e.g. a CUDA {major}.x toolkit's libnvrtc.so.{major}, or the \
+             nvidia-cuda-nvrtc-cu{major} wheel's), or update the driver",
+            release(version),
         ),
     )
 }
 
-/// Devices whose primary context the process keeps (one retain each, never
-/// released).
-static KEPT: Mutex<Vec<sys::CUdevice>> = Mutex::new(Vec::new());
+/// A device and its primary context, retained once for the process.
+struct Kept(sys::CUdevice, sys::CUcontext);
+
+// SAFETY: driver handles may be used from any thread.
+unsafe impl Send for Kept {}
+
+/// The primary contexts the process has retained: one retain each, never
+/// released.
+static KEPT: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+/// `device`'s primary context, retained the first time the process asks.
+fn primary_context(device: sys::CUdevice) -> Result<sys::CUcontext> {
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(Kept(_, context)) = kept.iter().find(|k| k.0 == device) {
+        return Ok(*context);
+    }
+    let mut context: sys::CUcontext = std::ptr::null_mut();
+    // SAFETY: context is a valid out-pointer; this retain is never released.
+    check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
+    kept.push(Kept(device, context));
+    Ok(context)
+}
 
 /// One CUDA device and its retained primary context.
 ///
-/// Invariant: `context` is the retained primary context of `device`,
-/// released when this is dropped (after every stream of it: they hold it).
-/// The process keeps one more retain of it (`KEPT`), as CUDA's runtime
-/// API does with the contexts it creates: modules cached for the process
-/// stay valid, and a context is created once, never again while another
+/// Invariant: `context` is the primary context of `device`, which the
+/// process keeps retained once it is opened (`KEPT`), as CUDA's runtime API
+/// does with the contexts it creates: modules cached for the process stay
+/// valid, and a context is created once, never again while another
 /// device's stream waits on a gate. Creating a context then waited for that
 /// stream: a second discovery of a two-GPU node, after the first had
 /// released device 1's context, hung until the gate opened
@@ -184,19 +203,7 @@ impl Cuda {
         let index = i32::try_from(ordinal).unwrap_or(i32::MAX);
         // SAFETY: device is a valid out-pointer.
         check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut device, index) })?;
-        let mut context: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: context is a valid out-pointer; released in Drop.
-        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut context, device) })?;
-        // Constructed first, so that an error below releases this retain.
-        let mut cuda = Self { device, context, capability: (0, 0) };
-        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-        if !kept.contains(&device) {
-            let mut again: sys::CUcontext = std::ptr::null_mut();
-            // SAFETY: again is a valid out-pointer; this retain is never released.
-            check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut again, device) })?;
-            kept.push(device);
-        }
-        drop(kept);
+        let mut cuda = Self { device, context: primary_context(device)?, capability: (0, 0) };
         use sys::CUdevice_attribute::*;
         let major = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         let minor = cuda.raw_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
@@ -209,13 +216,6 @@ impl Cuda {
         // SAFETY: the device is a valid ordinal handle; value is a valid out-pointer.
         check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut value, attr, self.device) })?;
         Ok(value)
-    }
-}
-
-impl Drop for Cuda {
-    fn drop(&mut self) {
-        // SAFETY: retained in open, released once.
-        let _ = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device) };
     }
 }
 
@@ -503,7 +503,7 @@ impl Runtime for Cuda {
 
     unsafe fn enable_peer_access(&self, peer: &Self) -> Result<()> {
         // SAFETY: this device's context is current (the caller's contract);
-        // the peer's primary context is retained by `peer`.
+        // the peer's primary context is kept for the process.
         match unsafe { sys::cuCtxEnablePeerAccess(peer.context, 0) } {
             sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
             other => check("cuCtxEnablePeerAccess", other)?,
