@@ -7,8 +7,8 @@
 # The node at one size: how its GPUs are linked (nvidia-smi topo); peer
 # copies between every ordered pair of devices (a device to itself on one
 # GPU) through hetero and the vendor's call (`bench --peer-only`,
-# $OUT/bench-peer.json) and through torch (ci/gpu/peer_torch.py,
-# $OUT/peer-torch.json); torch's figures at that size (ci/gpu/baseline.py,
+# $OUT/bench-peer-<backend>.json, 4 KiB and 1 GiB; 64 MiB on OpenCL) and
+# through torch (ci/gpu/peer_torch.py, $OUT/peer-torch.json); torch's figures at that size (ci/gpu/baseline.py,
 # with the bandwidth workload's); then `conform --device all` with
 # WORKLOADS (default all) on each backend, at most SECONDS (default 240)
 # each (the split wave and peer copies when there are two or more
@@ -30,8 +30,15 @@ nvidia-smi topo -m
 nvidia-smi topo -p2p r
 
 status=0
-echo "== peer copies: bench --peer-only --backend $backends"
-timeout 90 "$bin/bench" --backend "$backends" --peer-only --json "$out/bench-peer.json" || status=1
+for backend in ${backends//,/ }; do
+  # OpenCL stages every copy across contexts through host memory, seconds
+  # for 1 GiB: its rows copy 64 MiB.
+  bytes=4096,1073741824
+  [ "$backend" = opencl ] && bytes=4096,67108864
+  echo "== peer copies: bench --peer-only --backend $backend --peer-bytes $bytes"
+  timeout 90 "$bin/bench" --backend "$backend" --peer-only --peer-bytes "$bytes" \
+    --json "$out/bench-peer-$backend.json" || status=1
+done
 echo "== peer copies: torch"
 timeout 45 python3 ci/gpu/peer_torch.py --json "$out/peer-torch.json" || status=1
 library=()

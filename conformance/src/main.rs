@@ -89,8 +89,8 @@ struct Cli {
     /// Print each device's allocator statistics after its run.
     #[arg(long, short)]
     verbose: bool,
-    /// Flag a device whose time for a variant is this fraction or more above the median of its peers'
-    /// (devices of the same backend and model in the run).
+    /// Flag a device whose times are this fraction or more above its peers' (devices of the same
+    /// backend and model in the run) in the median over its variants; its variants past it are named.
     #[arg(long, default_value_t = 0.15, value_parser = slow_threshold)]
     slow_threshold: f64,
     /// Also run pull with its inputs staged from pageable memory, to compare with pinned staging.

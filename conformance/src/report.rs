@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::workloads::{Outcome, Size, Workload};
+use crate::workloads::{Outcome, Size, Workload, median};
 
 /// Version of the report layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -306,10 +306,15 @@ impl Run {
 }
 
 impl Report {
-    /// Sets `slower_than_peers` on each result whose device took at least
-    /// `1 + threshold` times the median time of its peers (the other runs
-    /// of the same backend and device name) for the same variant: a node's
-    /// slow GPU shows up in every format, as a flag, not a failed check.
+    /// Flags a slow device: sets `slower_than_peers` on each result whose
+    /// device took at least `1 + threshold` times the median time of its
+    /// peers (the other runs of the same backend and device name) for the
+    /// same variant, when that device's results are slower than its peers'
+    /// by that much in the median over all its variants. A node's slow GPU
+    /// is slow across the board, and shows up in every format, as a flag,
+    /// not a failed check; a single variant run once is not evidence (a
+    /// variant bound by host latency varies that much between two runs on
+    /// one device), so a healthy device slow on one or two is not flagged.
     pub fn flag_slow_devices(&mut self, threshold: f64) {
         let times: Vec<Vec<(Workload, String, Option<f64>)>> = self
             .runs
@@ -319,22 +324,23 @@ impl Report {
         let models: Vec<(String, String)> =
             self.runs.iter().map(|r| (r.backend.clone(), r.device.name.clone())).collect();
         for (i, run) in self.runs.iter_mut().enumerate() {
-            for result in &mut run.results {
-                let Some(ms) = result.device_ms.filter(|ms| ms.is_finite() && *ms > 0.0) else { continue };
-                let mut peers: Vec<f64> = (0..times.len())
-                    .filter(|&j| j != i && models[j] == models[i])
-                    .flat_map(|j| &times[j])
-                    .filter(|(w, v, _)| *w == result.workload && *v == result.variant)
-                    .filter_map(|(.., t)| t.filter(|t| t.is_finite() && *t > 0.0))
-                    .collect();
-                if peers.is_empty() {
-                    continue;
-                }
-                peers.sort_by(f64::total_cmp);
-                let mid = peers.len() / 2;
-                let median = if peers.len() % 2 == 1 { peers[mid] } else { (peers[mid - 1] + peers[mid]) / 2.0 };
-                let ratio = ms / median;
-                result.slower_than_peers = (ratio >= 1.0 + threshold).then_some(ratio);
+            let ratios: Vec<Option<f64>> = run
+                .results
+                .iter()
+                .map(|result| {
+                    let ms = result.device_ms.filter(|ms| ms.is_finite() && *ms > 0.0)?;
+                    let peers: Vec<f64> = (0..times.len())
+                        .filter(|&j| j != i && models[j] == models[i])
+                        .flat_map(|j| &times[j])
+                        .filter(|(w, v, _)| *w == result.workload && *v == result.variant)
+                        .filter_map(|(.., t)| t.filter(|t| t.is_finite() && *t > 0.0))
+                        .collect();
+                    Some(ms / median(peers)).filter(|r| r.is_finite())
+                })
+                .collect();
+            let slow = median(ratios.iter().flatten().copied().collect()) >= 1.0 + threshold;
+            for (result, ratio) in run.results.iter_mut().zip(ratios) {
+                result.slower_than_peers = ratio.filter(|r| slow && *r >= 1.0 + threshold);
             }
         }
     }

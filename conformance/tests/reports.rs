@@ -111,3 +111,43 @@ fn a_slow_device_is_flagged_against_its_peers() {
     assert!(junit.contains("PCI 0000:65:00.0, UUID 12345678-9abc-def0-0001-0203040506ff"), "{junit}");
     assert!(serde_json::to_string(&report).unwrap().contains("\"pci_bus_id\":\"0000:65:00.0\""));
 }
+
+/// Guards against flagging a healthy device: one variant of a device
+/// 2x slower, once (a host-bound variant measured once varies that much;
+/// two H200s of one node were flagged so), while its other variants match
+/// its peer's, is not a slow device; the same device slower on most of
+/// its variants is, with only the variants past the threshold flagged.
+#[test]
+fn a_device_slow_on_one_variant_only_is_not_flagged() {
+    let run = |ordinal: u32, ms: [f64; 4]| {
+        let results: Vec<_> = ms
+            .iter()
+            .enumerate()
+            .map(|(k, ms)| {
+                serde_json::json!({ "workload": "pull", "variant": format!("v{k}"), "size": "small", "passed": true,
+                                    "error": 0.0, "tolerance": 1.0, "device_ms": ms })
+            })
+            .collect();
+        serde_json::json!({
+            "backend": "cuda",
+            "device": { "name": "H200", "vendor": "", "platform": "", "ordinal": ordinal,
+                        "total_memory_bytes": 1, "compute_units": 1, "warp_size": 32 },
+            "results": results
+        })
+    };
+    let report_of = |first: [f64; 4]| -> Report {
+        let json = serde_json::json!({
+            "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "small", "unavailable": [],
+            "runs": [run(0, first), run(1, [1.0, 1.0, 1.0, 1.0])]
+        });
+        serde_json::from_value(json).unwrap()
+    };
+    let mut healthy = report_of([2.06, 1.02, 0.98, 1.0]);
+    healthy.flag_slow_devices(0.15);
+    assert!(healthy.slow_notes().is_empty(), "{:?}", healthy.slow_notes());
+    let mut slow = report_of([2.06, 1.4, 1.3, 1.1]);
+    slow.flag_slow_devices(0.15);
+    let flags: Vec<Option<f64>> = slow.runs[0].results.iter().map(|r| r.slower_than_peers).collect();
+    assert_eq!(flags, [Some(2.06), Some(1.4), Some(1.3), None]);
+    assert!(slow.runs[1].results.iter().all(|r| r.slower_than_peers.is_none()));
+}

@@ -2,29 +2,41 @@
 //! two or more devices of one backend are selected.
 //!
 //! The grid's rows are cut into one band per device ([`Band`]). Each device
-//! holds its band and the two rows beyond each of its edges that the
-//! fourth-order stencil reads (halo rows), and computes its own rows with
-//! `wave_rows`. After every step each device pulls its halo rows of the
-//! new field from its neighbours with peer copies
+//! holds its band and `2k` rows beyond each edge it shares with a
+//! neighbour (halo rows), and exchanges halos once every `k` steps (a
+//! *round*, [`halo_steps`]): the fourth-order stencil reads two rows on
+//! each side, so after an exchange a device can compute `k` steps on its
+//! own, the rows it computes shrinking by two at each shared edge per step
+//! ([`Band::computed`]), the last step's being exactly its band. Rows it
+//! computes beyond its band are computed by their owner too, with the same
+//! arithmetic from the same values. After each round a device pulls from
+//! each neighbour the neighbour's rows of its halo, of the round's last two
+//! fields (the stencil reads two time levels), with peer copies
 //! ([`hetero::Stream::copy_peer`]); the typed layer orders each copy after
-//! the neighbour's kernel and the next steps after the copy, on the
+//! the neighbour's kernels and the next steps after the copy, on the
 //! devices. Each cell is computed with the same arithmetic from the same
 //! values as on one device, so the snapshots must equal the single-device
 //! `sync` run's bit for bit.
 //!
-//! - `split-sync`: one stream per device; a step's halo copies follow its
-//!   kernel on that stream.
-//! - `split-overlap`: each device first computes its edge rows (the two
-//!   rows each neighbour reads), its halo stream pulls the neighbours' edge
-//!   rows while its compute stream computes the interior rows.
+//! Exchanging every `k` steps keeps the host's work per step near one
+//! launch a device: per-step exchanges cost each device a peer copy and
+//! its cross-device waits every step, more host time than a step of a
+//! large grid takes on two devices.
+//!
+//! - `split-sync`: one stream per device; a round's halo copies follow its
+//!   last step on that stream.
+//! - `split-overlap`: in a round's last step each device first computes the
+//!   rows its neighbours pull, then its halo streams (one per neighbour)
+//!   pull the neighbours' rows while its compute stream computes the rest.
 //!
 //! Snapshots: each device copies its own rows to pinned memory of its own,
 //! on its compute stream, and the host gathers them. Reported: time (the
-//! slowest device's), speed-up over the single-device `sync` run, halo
-//! exchange time (the slowest device's summed halo copies) and the
-//! fraction of it hidden under compute (the mean over devices, from each
-//! device's timeline).
+//! slowest device's), speed-up over the single-device `sync` run, steps a
+//! round, halo exchange time (the slowest device's summed halo copies)
+//! and the fraction of it hidden under compute (the mean over devices,
+//! from each device's timeline).
 
+use std::ops::Range;
 use std::time::Instant;
 
 use hetero::{Context, DeviceBuffer, Kernel, Stream};
@@ -38,12 +50,15 @@ use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction, total_ms};
 /// Rows a band needs at least: two edge rows for each neighbour.
 pub const MIN_BAND_ROWS: usize = 4;
 
+/// Steps between halo exchanges at most ([`halo_steps`]).
+pub const MAX_HALO_STEPS: usize = 8;
+
 /// How a step's halo exchange is ordered against compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Split {
-    /// Halo copies follow the whole step on the compute stream.
+    /// Halo copies follow the round on the compute stream.
     Sync,
-    /// Edge rows first, halo copies on their own stream under the interior.
+    /// Edge rows first, halo copies on their own streams under the rest.
     Overlap,
 }
 
@@ -60,13 +75,15 @@ impl Split {
     }
 }
 
-/// One device's rows of the grid: it computes `[begin, end)` and holds
-/// `[lo, hi)`, its rows and the halo rows beyond its edges (global rows).
+/// One device's rows of the grid: it owns `[begin, end)` and holds
+/// `[lo, hi)`, its rows and the halo rows beyond the edges it shares with a
+/// neighbour (global rows; `lo == begin` at the grid's first row, `hi ==
+/// end` at its last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Band {
-    /// First row it computes.
+    /// First row it owns.
     pub begin: usize,
-    /// One past the last row it computes.
+    /// One past the last row it owns.
     pub end: usize,
     /// First row it holds.
     pub lo: usize,
@@ -80,23 +97,52 @@ impl Band {
         self.hi - self.lo
     }
 
+    /// Whether a neighbour holds rows above (before) the band.
+    fn above(&self) -> bool {
+        self.lo < self.begin
+    }
+
+    /// Whether a neighbour holds rows below (after) the band.
+    fn below(&self) -> bool {
+        self.end < self.hi
+    }
+
     /// A global row range in the band's local rows.
-    fn local(&self, rows: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    fn local(&self, rows: Range<usize>) -> Range<usize> {
         rows.start - self.lo..rows.end - self.lo
+    }
+
+    /// The rows it computes at step `j` (from 1) of a round: two fewer at
+    /// each shared edge per step, from the held rows; its own rows at step
+    /// `k` of a band with `2k` halo rows.
+    fn computed(&self, j: usize) -> Range<usize> {
+        let start = if self.above() { self.lo + 2 * j } else { self.lo };
+        let end = if self.below() { self.hi - 2 * j } else { self.hi };
+        start..end.max(start)
     }
 }
 
-/// `ny` rows cut into `devices` bands of near-equal size; `None` when a
-/// band would have fewer than [`MIN_BAND_ROWS`] rows.
-pub fn bands(ny: usize, devices: usize) -> Option<Vec<Band>> {
-    if devices == 0 || ny / devices < MIN_BAND_ROWS {
+/// Steps between halo exchanges for `ny` rows on `devices` devices: as
+/// many as [`MAX_HALO_STEPS`], while every band owns at least four times
+/// that (its neighbours' halos, `2k` rows each side, must be its own rows
+/// and not overlap).
+pub fn halo_steps(ny: usize, devices: usize) -> usize {
+    (ny / devices.max(1) / 4).clamp(1, MAX_HALO_STEPS)
+}
+
+/// `ny` rows cut into `devices` bands of near-equal size, each holding
+/// `2 * halo_steps` halo rows at each shared edge; `None` when a band would
+/// own fewer than [`MIN_BAND_ROWS`] rows or fewer than `4 * halo_steps`.
+pub fn bands(ny: usize, devices: usize, halo_steps: usize) -> Option<Vec<Band>> {
+    if devices == 0 || halo_steps == 0 || ny / devices < MIN_BAND_ROWS.max(4 * halo_steps) {
         return None;
     }
+    let halo = 2 * halo_steps;
     Some(
         (0..devices)
             .map(|d| {
                 let (begin, end) = (d * ny / devices, (d + 1) * ny / devices);
-                Band { begin, end, lo: begin.saturating_sub(2), hi: (end + 2).min(ny) }
+                Band { begin, end, lo: begin.saturating_sub(halo), hi: (end + halo).min(ny) }
             })
             .collect(),
     )
@@ -108,7 +154,10 @@ struct Part<'a> {
     band: Band,
     kernel: Kernel,
     compute: Stream,
-    halo: Stream,
+    /// Halo streams: the pulls from the neighbour above, and below (one
+    /// each, so the two sides' copies are tracked apart and never wait for
+    /// each other).
+    halos: [Stream; 2],
     fields: Vec<DeviceBuffer<f32>>,
     snapshots: hetero::PinnedBuffer<f32>,
 }
@@ -122,7 +171,7 @@ fn launch_rows(
     band: Band,
     fields: &mut [DeviceBuffer<f32>],
     g: Grid,
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     step: usize,
     source: f32,
 ) -> Result<(), Failure> {
@@ -152,29 +201,37 @@ fn launch_rows(
         sy_local.into(),
         source.into(),
     ];
-    // SAFETY: wave_rows reads rows [start - 2, end + 2) of u and rows
-    // [start, end) of u_prev, writes rows [start, end) of u_next, all within
-    // the band's rows() * nx cells each field holds.
+    // SAFETY: wave_rows reads rows [start - 2, end + 2) of u (rows outside
+    // the held ones read as zero) and rows [start, end) of u_prev, writes
+    // rows [start, end) of u_next, all within the band's rows() * nx cells
+    // each field holds.
     unsafe { compute.launch(kernel, config, &args) }?;
     Ok(())
 }
 
-/// Pulls the halo rows of field `field` of part `d` from its neighbours, on
-/// `d`'s compute or halo stream; spans go to `timeline`.
+/// Pulls part `d`'s halo rows from its neighbours after the round whose
+/// last step is `last`: of that step's field all halo rows, of the step
+/// before's all but the two next to the band (which `d` computed itself
+/// in that step). On `d`'s halo streams, or its compute stream when
+/// `on_compute`; spans go to `timeline`.
 fn pull_halos(
     parts: &mut [Part<'_>],
     d: usize,
-    field: usize,
-    on_halo_stream: bool,
+    last: usize,
+    on_compute: bool,
     timeline: &mut Timeline<'_>,
     nx: usize,
 ) -> Result<(), Failure> {
     let (before, rest) = parts.split_at_mut(d);
     let (me, after) = rest.split_first_mut().ok_or_else(|| Failure::Internal("no such band".into()))?;
     let band = me.band;
-    let stream = if on_halo_stream { &me.halo } else { &me.compute };
-    let lane = if on_halo_stream { "halo" } else { "compute" };
-    let mut pull = |from: &Part<'_>, rows: std::ops::Range<usize>| -> Result<(), Failure> {
+    let newest = (last + 2) % FIELDS;
+    let older = (last + 1) % FIELDS;
+    let mut pull = |from: &Part<'_>, side: usize, field: usize, rows: Range<usize>| -> Result<(), Failure> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[side], "halo") };
         let src = from.band.local(rows.clone());
         let dst = band.local(rows);
         let src = from.fields[field].slice(src.start * nx..src.end * nx)?;
@@ -183,10 +240,12 @@ fn pull_halos(
         Ok(())
     };
     if let Some(up) = before.last() {
-        pull(up, band.lo..band.begin)?;
+        pull(up, 0, newest, band.lo..band.begin)?;
+        pull(up, 0, older, band.lo..band.begin.saturating_sub(2).max(band.lo))?;
     }
     if let Some(down) = after.first() {
-        pull(down, band.end..band.hi)?;
+        pull(down, 1, newest, band.end..band.hi)?;
+        pull(down, 1, older, (band.end + 2).min(band.hi)..band.hi)?;
     }
     Ok(())
 }
@@ -199,14 +258,21 @@ struct SplitRun {
     intervals: Vec<Vec<Interval>>,
 }
 
-fn run_split(contexts: &[&Context], clock: &Clock, g: Grid, source: &[f32], split: Split) -> Result<SplitRun, Failure> {
-    let bands = bands(g.ny, contexts.len()).ok_or_else(|| Failure::Internal("too few rows per device".into()))?;
+fn run_split(
+    contexts: &[&Context],
+    clock: &Clock,
+    g: Grid,
+    source: &[f32],
+    split: Split,
+    k: usize,
+) -> Result<SplitRun, Failure> {
+    let bands = bands(g.ny, contexts.len(), k).ok_or_else(|| Failure::Internal("too few rows per device".into()))?;
     let nx = g.nx;
     let snapshot_count = g.steps / g.snapshot_every;
     let mut parts = Vec::new();
     for (ctx, band) in contexts.iter().zip(&bands) {
         let kernel = ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_rows")?;
-        let (compute, halo) = (ctx.stream()?, ctx.stream()?);
+        let (compute, halos) = (ctx.stream()?, [ctx.stream()?, ctx.stream()?]);
         let mut fields = Vec::new();
         for _ in 0..FIELDS {
             let mut field = ctx.alloc::<f32>(band.rows() * nx)?;
@@ -214,7 +280,7 @@ fn run_split(contexts: &[&Context], clock: &Clock, g: Grid, source: &[f32], spli
             fields.push(field);
         }
         let snapshots = ctx.alloc_pinned::<f32>(snapshot_count * (band.end - band.begin) * nx)?;
-        parts.push(Part { ctx, band: *band, kernel, compute, halo, fields, snapshots });
+        parts.push(Part { ctx, band: *band, kernel, compute, halos, fields, snapshots });
     }
     for part in &parts {
         part.compute.synchronize()?;
@@ -225,51 +291,53 @@ fn run_split(contexts: &[&Context], clock: &Clock, g: Grid, source: &[f32], spli
     for part in &parts {
         let (start, stop) = (part.ctx.event()?, part.ctx.event()?);
         part.compute.record(&start)?;
-        part.halo.wait(&start)?;
+        for halo in &part.halos {
+            halo.wait(&start)?;
+        }
         marks.push((start, stop));
         timelines.push(match clock {
-            Clock::Device => Timeline::new(part.ctx, &part.compute, &[&part.halo])?,
+            Clock::Device => Timeline::new(part.ctx, &part.compute, &[&part.halos[0], &part.halos[1]])?,
             Clock::Host(_) => Timeline::off(part.ctx)?,
         });
     }
     for (step, &src) in source.iter().enumerate() {
-        let field = (step + 2) % FIELDS;
-        match split {
-            Split::Sync => {
-                for (part, timeline) in parts.iter_mut().zip(&mut timelines) {
-                    let Part { compute, kernel, fields, band, .. } = part;
-                    timeline.span(compute, "compute", "wave_rows", Kind::Kernel, || {
-                        launch_rows(compute, kernel, *band, fields, g, band.begin..band.end, step, src)
+        // Step j (from 1) of its round; the round's last step exchanges
+        // halos after it, unless it is the run's last.
+        let j = step % k + 1;
+        let exchange = j == k && step + 1 < source.len();
+        let edges_first = exchange && split == Split::Overlap;
+        for (part, timeline) in parts.iter_mut().zip(&mut timelines) {
+            let Part { compute, kernel, fields, band, .. } = part;
+            let rows = band.computed(j);
+            if edges_first {
+                for edge in edges(*band, k) {
+                    timeline.span(compute, "compute", "wave_rows edge", Kind::Kernel, || {
+                        launch_rows(compute, kernel, *band, fields, g, edge, step, src)
                     })?;
                 }
-                for (d, timeline) in timelines.iter_mut().enumerate() {
-                    pull_halos(&mut parts, d, field, false, timeline, nx)?;
-                }
+            } else {
+                timeline.span(compute, "compute", "wave_rows", Kind::Kernel, || {
+                    launch_rows(compute, kernel, *band, fields, g, rows, step, src)
+                })?;
             }
-            Split::Overlap => {
-                let count = parts.len();
-                for (d, (part, timeline)) in parts.iter_mut().zip(&mut timelines).enumerate() {
-                    let Part { compute, kernel, fields, band, .. } = part;
-                    for rows in edges(*band, d > 0, d + 1 < count) {
-                        timeline.span(compute, "compute", "wave_rows edge", Kind::Kernel, || {
-                            launch_rows(compute, kernel, *band, fields, g, rows, step, src)
-                        })?;
-                    }
-                }
-                for (d, timeline) in timelines.iter_mut().enumerate() {
-                    pull_halos(&mut parts, d, field, true, timeline, nx)?;
-                }
-                for (d, (part, timeline)) in parts.iter_mut().zip(&mut timelines).enumerate() {
-                    let Part { compute, kernel, fields, band, .. } = part;
-                    let rows = interior(*band, d > 0, d + 1 < count);
-                    timeline.span(compute, "compute", "wave_rows interior", Kind::Kernel, || {
-                        launch_rows(compute, kernel, *band, fields, g, rows, step, src)
-                    })?;
-                }
+        }
+        if exchange {
+            for (d, timeline) in timelines.iter_mut().enumerate() {
+                pull_halos(&mut parts, d, step, split == Split::Sync, timeline, nx)?;
+            }
+        }
+        if edges_first {
+            for (part, timeline) in parts.iter_mut().zip(&mut timelines) {
+                let Part { compute, kernel, fields, band, .. } = part;
+                let rows = interior(*band, k);
+                timeline.span(compute, "compute", "wave_rows interior", Kind::Kernel, || {
+                    launch_rows(compute, kernel, *band, fields, g, rows, step, src)
+                })?;
             }
         }
         if (step + 1) % g.snapshot_every == 0 {
             let slot = (step + 1) / g.snapshot_every - 1;
+            let field = (step + 2) % FIELDS;
             for part in &mut parts {
                 let b = part.band;
                 let own = (b.end - b.begin) * nx;
@@ -283,9 +351,11 @@ fn run_split(contexts: &[&Context], clock: &Clock, g: Grid, source: &[f32], spli
     let mut total_ms = 0.0f64;
     let mut intervals = Vec::new();
     for ((part, (start, stop)), timeline) in parts.iter().zip(&marks).zip(timelines) {
-        let drained = part.ctx.event()?;
-        part.halo.record(&drained)?;
-        part.compute.wait(&drained)?;
+        for halo in &part.halos {
+            let drained = part.ctx.event()?;
+            halo.record(&drained)?;
+            part.compute.wait(&drained)?;
+        }
         part.compute.record(stop)?;
         stop.synchronize()?;
         total_ms = total_ms.max(clock.elapsed_ms(start, stop, since)?);
@@ -305,22 +375,23 @@ fn run_split(contexts: &[&Context], clock: &Clock, g: Grid, source: &[f32], spli
     Ok(SplitRun { snapshots, total_ms, intervals })
 }
 
-/// The edge rows a band computes first: two at each edge with a neighbour.
-fn edges(b: Band, above: bool, below: bool) -> Vec<std::ops::Range<usize>> {
+/// The rows a band computes first in a round's last step: the `2k` its
+/// neighbour on each shared edge pulls.
+fn edges(b: Band, k: usize) -> Vec<Range<usize>> {
     let mut rows = Vec::new();
-    if above {
-        rows.push(b.begin..b.begin + 2);
+    if b.above() {
+        rows.push(b.begin..b.begin + 2 * k);
     }
-    if below {
-        rows.push(b.end - 2..b.end);
+    if b.below() {
+        rows.push(b.end - 2 * k..b.end);
     }
     rows
 }
 
-/// The rows between a band's edges.
-fn interior(b: Band, above: bool, below: bool) -> std::ops::Range<usize> {
-    let start = if above { b.begin + 2 } else { b.begin };
-    let end = if below { b.end - 2 } else { b.end };
+/// The band's own rows between its [`edges`].
+fn interior(b: Band, k: usize) -> Range<usize> {
+    let start = if b.above() { b.begin + 2 * k } else { b.begin };
+    let end = if b.below() { b.end - 2 * k } else { b.end };
     start..end.max(start)
 }
 
@@ -344,15 +415,17 @@ pub fn run(
     single: &SingleRun<'_>,
 ) -> Result<Vec<Outcome>, Failure> {
     let contexts: Vec<&Context> = std::iter::once(env.ctx).chain(env.peers.iter()).collect();
-    if bands(g.ny, contexts.len()).is_none() {
+    let k = halo_steps(g.ny, contexts.len());
+    if bands(g.ny, contexts.len(), k).is_none() {
         return Ok(Vec::new());
     }
     let mut outcomes = Vec::new();
     for split in Split::ALL {
-        let run = run_split(&contexts, env.clock, g, source, split)?;
+        let run = run_split(&contexts, env.clock, g, source, split, k)?;
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
             .metric("devices", contexts.len() as f64)
+            .metric("halo_steps", k as f64)
             .with_output(super::Output::F32(run.snapshots.clone()));
         let differing = run.snapshots.iter().zip(single.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
         if differing > 0 || run.snapshots.len() != single.snapshots.len() {
@@ -377,24 +450,48 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Band, bands, edges, interior};
+    use super::{Band, MAX_HALO_STEPS, bands, edges, halo_steps, interior};
 
     #[test]
-    fn bands_cover_the_grid_with_two_halo_rows() {
-        let b = bands(130, 3).expect("43 rows each");
-        assert_eq!(b[0], Band { begin: 0, end: 43, lo: 0, hi: 45 });
-        assert_eq!(b[1], Band { begin: 43, end: 86, lo: 41, hi: 88 });
-        assert_eq!(b[2], Band { begin: 86, end: 130, lo: 84, hi: 130 });
-        assert!(bands(7, 2).is_none(), "fewer than four rows a band");
-        assert!(bands(8, 0).is_none());
+    fn bands_cover_the_grid_with_halo_rows_of_a_round() {
+        let b = bands(130, 3, 2).expect("43 rows each");
+        assert_eq!(b[0], Band { begin: 0, end: 43, lo: 0, hi: 47 });
+        assert_eq!(b[1], Band { begin: 43, end: 86, lo: 39, hi: 90 });
+        assert_eq!(b[2], Band { begin: 86, end: 130, lo: 82, hi: 130 });
+        assert!(bands(7, 2, 1).is_none(), "fewer than four rows a band");
+        assert!(bands(60, 2, 8).is_none(), "a band must own four halos' worth");
+        assert!(bands(8, 0, 1).is_none());
+        assert!(bands(8, 2, 0).is_none());
+    }
+
+    #[test]
+    fn halo_steps_fit_every_band() {
+        assert_eq!(halo_steps(4096, 2), MAX_HALO_STEPS);
+        assert_eq!(halo_steps(128, 2), MAX_HALO_STEPS);
+        assert_eq!(halo_steps(40, 2), 5);
+        assert_eq!(halo_steps(8, 2), 1);
+        for (ny, devices) in [(4096, 2), (128, 2), (40, 2), (130, 3), (8, 2), (1000, 7)] {
+            assert!(bands(ny, devices, halo_steps(ny, devices)).is_some(), "{ny} rows on {devices}");
+        }
+    }
+
+    #[test]
+    fn a_round_shrinks_to_the_band() {
+        let b = Band { begin: 40, end: 80, lo: 32, hi: 88 };
+        assert_eq!(b.computed(1), 34..86);
+        assert_eq!(b.computed(4), 40..80, "the round's last step computes the band's own rows");
+        let first = Band { begin: 0, end: 40, lo: 0, hi: 48 };
+        assert_eq!(first.computed(1), 0..46, "no shrink at the grid's edge");
+        assert_eq!(first.computed(4), 0..40);
     }
 
     #[test]
     fn edges_and_interior_split_a_band() {
-        let b = Band { begin: 10, end: 20, lo: 8, hi: 22 };
-        assert_eq!(edges(b, true, true), vec![10..12, 18..20]);
-        assert_eq!(interior(b, true, true), 12..18);
-        assert_eq!(edges(b, false, true), vec![18..20]);
-        assert_eq!(interior(b, false, true), 10..18);
+        let b = Band { begin: 40, end: 80, lo: 32, hi: 88 };
+        assert_eq!(edges(b, 4), vec![40..48, 72..80]);
+        assert_eq!(interior(b, 4), 48..72);
+        let first = Band { begin: 0, end: 40, lo: 0, hi: 48 };
+        assert_eq!(edges(first, 4), vec![32..40]);
+        assert_eq!(interior(first, 4), 0..32);
     }
 }
