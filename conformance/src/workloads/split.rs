@@ -32,9 +32,10 @@
 //! Snapshots: each device copies its own rows to pinned memory of its own,
 //! on its compute stream, and the host gathers them. Reported: time (the
 //! slowest device's), speed-up over the single-device `sync` run, steps a
-//! round, halo exchange time (the slowest device's summed halo copies)
-//! and the fraction of it hidden under compute (the mean over devices,
-//! from each device's timeline).
+//! round, the host's time enqueueing, halo exchange time (the slowest
+//! device's summed halo copies, each timed from the moment both sides'
+//! rows are ready) and the fraction of it hidden under compute (the mean
+//! over devices, from each device's timeline).
 
 use std::ops::Range;
 use std::time::Instant;
@@ -158,6 +159,10 @@ struct Part<'a> {
     /// each, so the two sides' copies are tracked apart and never wait for
     /// each other).
     halos: [Stream; 2],
+    /// Recorded on `compute` after the rows its neighbours pull, each
+    /// round: the halo copies start after it on both sides, so that their
+    /// timeline spans hold the copies only.
+    ready: hetero::Event,
     fields: Vec<DeviceBuffer<f32>>,
     snapshots: hetero::PinnedBuffer<f32>,
 }
@@ -232,6 +237,10 @@ fn pull_halos(
             return Ok(());
         }
         let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[side], "halo") };
+        if !on_compute {
+            stream.wait(&me.ready)?;
+        }
+        stream.wait(&from.ready)?;
         let src = from.band.local(rows.clone());
         let dst = band.local(rows);
         let src = from.fields[field].slice(src.start * nx..src.end * nx)?;
@@ -255,6 +264,9 @@ fn pull_halos(
 struct SplitRun {
     snapshots: Vec<f32>,
     total_ms: f64,
+    /// Host time spent enqueueing the steps: near `total_ms` when the host,
+    /// not the devices, is the limit.
+    enqueue_ms: f64,
     intervals: Vec<Vec<Interval>>,
 }
 
@@ -280,7 +292,8 @@ fn run_split(
             fields.push(field);
         }
         let snapshots = ctx.alloc_pinned::<f32>(snapshot_count * (band.end - band.begin) * nx)?;
-        parts.push(Part { ctx, band: *band, kernel, compute, halos, fields, snapshots });
+        let ready = ctx.event()?;
+        parts.push(Part { ctx, band: *band, kernel, compute, halos, ready, fields, snapshots });
     }
     for part in &parts {
         part.compute.synchronize()?;
@@ -300,14 +313,17 @@ fn run_split(
             Clock::Host(_) => Timeline::off(part.ctx)?,
         });
     }
+    let enqueue = Instant::now();
     for (step, &src) in source.iter().enumerate() {
         // Step j (from 1) of its round; the round's last step exchanges
-        // halos after it, unless it is the run's last.
+        // halos after it, unless it is the run's last. Only exchange steps
+        // go on the timelines (two events each span, host time on every
+        // step otherwise): they are what the halo copies overlap.
         let j = step % k + 1;
         let exchange = j == k && step + 1 < source.len();
         let edges_first = exchange && split == Split::Overlap;
         for (part, timeline) in parts.iter_mut().zip(&mut timelines) {
-            let Part { compute, kernel, fields, band, .. } = part;
+            let Part { compute, kernel, fields, band, ready, .. } = part;
             let rows = band.computed(j);
             if edges_first {
                 for edge in edges(*band, k) {
@@ -315,10 +331,15 @@ fn run_split(
                         launch_rows(compute, kernel, *band, fields, g, edge, step, src)
                     })?;
                 }
-            } else {
+            } else if exchange {
                 timeline.span(compute, "compute", "wave_rows", Kind::Kernel, || {
                     launch_rows(compute, kernel, *band, fields, g, rows, step, src)
                 })?;
+            } else {
+                launch_rows(compute, kernel, *band, fields, g, rows, step, src)?;
+            }
+            if exchange {
+                compute.record(ready)?;
             }
         }
         if exchange {
@@ -348,6 +369,7 @@ fn run_split(
             }
         }
     }
+    let enqueue_ms = enqueue.elapsed().as_secs_f64() * 1e3;
     let mut total_ms = 0.0f64;
     let mut intervals = Vec::new();
     for ((part, (start, stop)), timeline) in parts.iter().zip(&marks).zip(timelines) {
@@ -372,7 +394,7 @@ fn run_split(
             snapshots[at..at + own].copy_from_slice(&host[slot * own..(slot + 1) * own]);
         }
     }
-    Ok(SplitRun { snapshots, total_ms, intervals })
+    Ok(SplitRun { snapshots, total_ms, enqueue_ms, intervals })
 }
 
 /// The rows a band computes first in a round's last step: the `2k` its
@@ -426,6 +448,7 @@ pub fn run(
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
             .metric("devices", contexts.len() as f64)
             .metric("halo_steps", k as f64)
+            .metric("enqueue_ms", run.enqueue_ms)
             .with_output(super::Output::F32(run.snapshots.clone()));
         let differing = run.snapshots.iter().zip(single.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
         if differing > 0 || run.snapshots.len() != single.snapshots.len() {

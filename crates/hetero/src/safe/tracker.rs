@@ -57,6 +57,35 @@ struct Use {
     stream: StreamId,
     range: Range<usize>,
     mark: Mark,
+    /// Streams already made to wait for `mark`: in-order queues, so their
+    /// later work follows it without another wait (a driver call each,
+    /// every operation, for a buffer that two streams take turns on).
+    waited: Waited,
+}
+
+impl Use {
+    fn new(stream: StreamId, range: Range<usize>, mark: Mark) -> Self {
+        Self { stream, range, mark, waited: Waited::default() }
+    }
+}
+
+/// The last streams made to wait for one mark (the two a halo exchange or
+/// a copy stream beside a compute stream needs; older ones wait again).
+///
+/// Invariant: each stream named was made to wait for the entry's current
+/// mark (cleared when the mark is replaced); stream ids are never reused
+/// in a process, so a name cannot come to mean another stream.
+#[derive(Default)]
+struct Waited([Option<StreamId>; 2]);
+
+impl Waited {
+    fn has(&self, stream: StreamId) -> bool {
+        self.0.contains(&Some(stream))
+    }
+
+    fn add(&mut self, stream: StreamId) {
+        self.0 = [Some(stream), self.0[0]];
+    }
 }
 
 /// Entries of one list past which completed ones are pruned (uses from many streams).
@@ -233,7 +262,7 @@ impl<'a> Held<'a> {
     /// A write waits for a read only while the read may still run: a read
     /// that is over, also by its stream's fault, changed nothing, and
     /// waiting on a faulted stream's mark would fail this stream too.
-    pub(crate) fn before<D: Device>(&self, device: &D, stream: StreamId) -> Result<()> {
+    pub(crate) fn before<D: Device>(&mut self, device: &D, stream: StreamId) -> Result<()> {
         self.before_with(device, stream, |event| {
             // SAFETY: a live event of this device (type invariant); the
             // stream belongs to the caller.
@@ -245,23 +274,31 @@ impl<'a> Held<'a> {
     /// waited for by `wait`: a stream of another device waits with
     /// [`Device::stream_wait_peer_event`]. Stream ids are unique in the
     /// process, so another device's stream never matches a stored one.
+    /// A stream already made to wait for a mark is not made to wait again.
     pub(crate) fn before_with<D: Device>(
-        &self,
+        &mut self,
         owner: &D,
         stream: StreamId,
         mut wait: impl FnMut(EventId) -> Result<()>,
     ) -> Result<()> {
-        for (guard, range, access) in guard_indices(&self.uses) {
-            let state = &self.guards[guard];
-            for used in &state.writes {
-                if used.stream != stream && overlaps(&used.range, range) {
+        let Self { uses, guards } = self;
+        for (guard, range, access) in guard_indices(uses) {
+            let state = &mut *guards[guard];
+            for used in &mut state.writes {
+                if used.stream != stream && overlaps(&used.range, range) && !used.waited.has(stream) {
                     wait(used.mark.id())?;
+                    used.waited.add(stream);
                 }
             }
             if access == Access::Write {
-                for used in &state.reads {
-                    if used.stream != stream && overlaps(&used.range, range) && !read_is_over(owner, used)? {
+                for used in &mut state.reads {
+                    if used.stream != stream
+                        && overlaps(&used.range, range)
+                        && !used.waited.has(stream)
+                        && !read_is_over(owner, used)?
+                    {
                         wait(used.mark.id())?;
+                        used.waited.add(stream);
                     }
                 }
             }
@@ -298,8 +335,9 @@ impl<'a> Held<'a> {
                 Some(entry) => {
                     entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
                     recycler.give(std::mem::replace(&mut entry.mark, mark));
+                    entry.waited = Waited::default();
                 }
-                None => list.push(Use { stream, range: range.clone(), mark }),
+                None => list.push(Use::new(stream, range.clone(), mark)),
             }
             if list.len() > PRUNE_ABOVE {
                 state.prune(recycler);
@@ -379,7 +417,7 @@ impl Tracker {
             // A fresh allocation: no list to build (every allocation comes here).
             return Self::default();
         }
-        let writes = marks.into_iter().map(|(stream, mark)| Use { stream, range: 0..usize::MAX, mark }).collect();
+        let writes = marks.into_iter().map(|(stream, mark)| Use::new(stream, 0..usize::MAX, mark)).collect();
         let state = State { writes, reads: Vec::new() };
         Self { streams: AtomicU64::new(state.streams()), state: Mutex::new(state) }
     }
@@ -490,5 +528,51 @@ mod tests {
             "an id without its own code counts as several"
         );
         assert!(one.synchronize().is_ok() && two.synchronize().is_ok());
+    }
+
+    /// Guards the wait memo: a stream made to wait for a use of another
+    /// stream is not made to wait for that same mark again (one driver call
+    /// per operation saved while two streams take turns on a buffer), a
+    /// third stream still waits, and a new mark of the use is waited for.
+    #[cfg(feature = "host")]
+    #[test]
+    fn a_stream_waits_once_for_each_mark() {
+        use crate::backend::host::HostDevice;
+        use crate::safe::shared::Recycler;
+        use crate::{Context, StreamId};
+
+        let ctx = Context::new(HostDevice::new());
+        let streams: Vec<_> = (0..3).map(|_| ctx.untimed_stream().expect("a stream")).collect();
+        let (writer, reader, third) = (streams[0].id, streams[1].id, streams[2].id);
+        let shared = &*streams[0].device;
+        let tracker = Tracker::default();
+        let store = |stream: StreamId| {
+            let mut held = Held::new();
+            held.add(&tracker, 0..8, Access::Write);
+            held.lock();
+            // SAFETY: the stream is this test's.
+            let mark = unsafe { shared.mark(stream) }.expect("a mark");
+            held.after(&mut Recycler { shared, spare: &mut None }, stream, mark);
+        };
+        let waits = |stream: StreamId| {
+            let mut held = Held::new();
+            held.add(&tracker, 0..4, Access::Read);
+            held.lock();
+            let mut count = 0;
+            held.before_with(&**shared, stream, |_| {
+                count += 1;
+                Ok(())
+            })
+            .expect("waits");
+            count
+        };
+        store(writer);
+        assert_eq!(waits(reader), 1, "a use of another stream is waited for");
+        assert_eq!(waits(reader), 0, "the reader's stream already follows that mark");
+        assert_eq!(waits(third), 1, "another stream still waits");
+        assert_eq!(waits(writer), 0, "its own stream never waits");
+        store(writer);
+        assert_eq!(waits(reader), 1, "a new mark is waited for");
+        assert!(streams.iter().all(|s| s.synchronize().is_ok()));
     }
 }
