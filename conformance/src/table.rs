@@ -82,7 +82,7 @@ pub fn render(report: &Report) -> String {
                     .get("halo_hidden_fraction")
                     .map_or(String::new(), |h| format!(", {:.0}% of it hidden", h * 100.0));
                 out += &format!(
-                    "split: {} {} {} on {devices} devices, halos every {} steps: {} ms (host enqueue {} ms), one device {} ms, speed-up {}x, halo copies {} ms{hidden}\n",
+                    "split: {} {} {} on {devices} devices, halos every {} steps: {} ms (host enqueue {} ms), one device {} ms, speed-up {}x (one device overlapped {} ms, {}x), halo copies {} ms{hidden}\n",
                     run.backend,
                     r.workload.name(),
                     r.variant,
@@ -91,6 +91,8 @@ pub fn render(report: &Report) -> String {
                     num(r.metrics.get("enqueue_ms")),
                     num(r.metrics.get("single_ms")),
                     num(r.metrics.get("speedup_vs_single")),
+                    num(r.metrics.get("single_overlapped_ms")),
+                    num(r.metrics.get("speedup_vs_single_overlapped")),
                     num(r.metrics.get("halo_ms")),
                 );
             }

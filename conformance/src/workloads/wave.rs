@@ -323,7 +323,8 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             Some(super::Output::F32(s)) => s.clone(),
             _ => return Err(Failure::Internal("the sync run kept no snapshots".into())),
         };
-        let single = super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms };
+        let overlapped_ms = outcomes.iter().find(|o| o.variant == Variant::EventSync.name()).and_then(|o| o.device_ms);
+        let single = super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms, overlapped_ms };
         outcomes.extend(super::split::run(env, g, &source, &expect, tolerance(g, peak), &single)?);
     }
     let balance = Balance::measure(env.ctx, env.clock, &kernel, g)?;
