@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use quick_junit::{NonSuccessKind, Report as JunitReport, TestCase, TestCaseStatus, TestSuite};
 
+use crate::document::{Block, Cell};
 use crate::report::{Report, ResultRecord, Run};
 
 /// The default threshold: a time 10% longer than the old one is flagged.
@@ -157,19 +158,35 @@ pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison,
 impl Comparison {
     /// The comparison as Markdown: a summary line and a table of flags.
     pub fn markdown(&self) -> String {
-        let mut out = format!(
-            "# Regressions\n\n{} results paired; {} flagged (times more than {:.0}% longer, changed verdicts, missing results).\n",
-            self.paired,
-            self.flags.len(),
-            self.threshold * 100.0
-        );
+        crate::markdown::to_markdown(&self.document())
+    }
+
+    /// The comparison as one self-contained HTML page (`--html`).
+    pub fn html(&self) -> String {
+        crate::html::page("hetero regressions", &crate::html::to_html(&self.document()))
+    }
+
+    /// What the Markdown and HTML show: the count, and a row per flag.
+    fn document(&self) -> Vec<Block> {
+        let mut blocks = vec![
+            Block::Title("Regressions".into()),
+            Block::Text(format!(
+                "{} results paired; {} flagged (times more than {:.0}% longer, changed verdicts, missing results).",
+                self.paired,
+                self.flags.len(),
+                self.threshold * 100.0
+            )),
+        ];
         if !self.flags.is_empty() {
-            out.push_str("\n| device | workload / variant | change |\n|---|---|---|\n");
-            for f in &self.flags {
-                out.push_str(&format!("| {} | {} | {} |\n", f.device, f.result, f.describe()));
-            }
+            let header = ["device", "workload / variant", "change"].map(String::from).to_vec();
+            let rows = self
+                .flags
+                .iter()
+                .map(|f| vec![Cell::plain(&f.device), Cell::plain(&f.result), Cell::plain(f.describe())])
+                .collect();
+            blocks.push(Block::Table { header, rows });
         }
-        out
+        blocks
     }
 
     /// The comparison as JUnit XML: one failing test case per flag.

@@ -255,16 +255,21 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
     Some(svg)
 }
 
+/// A self-contained page titled `title` around `body` (HTML elements).
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
+         body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;margin:1em 0}}\
+         td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}.fail{{color:#b00}}\
+         figure{{display:inline-block;margin:4px}}figcaption{{font-size:12px;text-align:center}}\
+         img,image{{image-rendering:pixelated}}</style></head><body>\n{body}</body></html>\n",
+        escape(title)
+    )
+}
+
 /// The page.
 pub fn render(report: &Report) -> String {
-    let mut page = String::from(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>hetero conformance</title><style>\
-         body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}\
-         td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}.fail{color:#b00}\
-         figure{display:inline-block;margin:4px}figcaption{font-size:12px;text-align:center}\
-         img,image{image-rendering:pixelated}</style></head><body>\n",
-    );
-    page += &to_html(&document(report));
+    let mut page = to_html(&document(report));
     page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; the streams of one workload variant share a time scale.</p>\n";
     for run in &report.runs {
         if let Some(svg) = timeline_svg(&run.results) {
@@ -293,8 +298,7 @@ pub fn render(report: &Report) -> String {
         }
         page.push('\n');
     }
-    page += "</body></html>\n";
-    page
+    self::page("hetero conformance", &page)
 }
 
 #[cfg(test)]

@@ -201,13 +201,46 @@ fn junit_markdown_and_merge() {
         &path("m.md"),
         "--junit",
         &path("m.xml"),
+        "--html",
+        &path("m.html"),
     ]);
     assert_eq!(merged.status.code(), Some(1), "a failed check in any input fails the merge");
+    let html = std::fs::read_to_string(path("m.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("class=\"fail\""), "{html}");
     let md = std::fs::read_to_string(path("m.md")).unwrap();
     assert!(md.contains("| workload | variant | size | host (") && md.contains(" | opencl ("), "{md}");
     assert!(md.contains("| scan | block-192 | small | pass") && md.contains("**FAIL**"), "{md}");
     let junit = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(path("m.xml")).unwrap()).unwrap();
     assert_eq!((junit.tests, junit.failures), (4, 1));
+
+    // The same run compared with its twin (one verdict changed), in every format.
+    let compared = report_tool(&[
+        "compare",
+        &path("a.json"),
+        &path("a.json"),
+        "--html",
+        &path("same.html"),
+        "--markdown",
+        &path("same.md"),
+    ]);
+    assert_eq!(compared.status.code(), Some(0), "{}", String::from_utf8_lossy(&compared.stderr));
+    assert!(std::fs::read_to_string(path("same.html")).unwrap().contains("2 results paired; 0 flagged"));
+    let mut changed =
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(path("a.json")).unwrap()).unwrap();
+    changed["runs"][0]["results"][1]["passed"] = false.into();
+    std::fs::write(path("changed.json"), changed.to_string()).unwrap();
+    let flagged = report_tool(&[
+        "compare",
+        &path("a.json"),
+        &path("changed.json"),
+        "--html",
+        &path("c.html"),
+        "--fail-on-regression",
+    ]);
+    assert_eq!(flagged.status.code(), Some(1));
+    let html = std::fs::read_to_string(path("c.html")).unwrap();
+    assert!(html.contains("<td>scan/block-192") || html.contains("block-192"), "{html}");
+    assert!(html.contains("1 flagged"), "{html}");
 
     other["schema_version"] = 99.into();
     std::fs::write(path("c.json"), other.to_string()).unwrap();

@@ -1,10 +1,10 @@
-//! `report merge A.json B.json ... [--json OUT] [--markdown OUT] [--junit OUT]`:
+//! `report merge A.json B.json ... [--json OUT] [--markdown OUT] [--junit OUT] [--html OUT]`:
 //! combines `conform` reports from different nodes or CI jobs into one
 //! comparison, without rerunning anything. Exit status 0 when every merged
 //! check passed, 1 when one failed, 2 when the inputs cannot be read.
 //!
 //! `report compare OLD.json NEW.json [--threshold F] [--fail-on-regression]
-//! [--markdown OUT] [--junit OUT]`: flags every result of NEW slower than
+//! [--markdown OUT] [--junit OUT] [--html OUT]`: flags every result of NEW slower than
 //! OLD's by more than F (default 0.1), whose verdict changed, or that is
 //! gone (`compare.rs`). Exit status 0, or 1 with `--fail-on-regression`
 //! when something is flagged, 2 when the reports cannot be compared.
@@ -39,6 +39,9 @@ enum Command {
         /// Write the merged results as JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Write the comparison as one self-contained HTML page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
     /// Flag what got slower or changed between two reports of the same work.
     Compare {
@@ -58,6 +61,9 @@ enum Command {
         /// Write one failing test case per flag as JUnit XML here.
         #[arg(long)]
         junit: Option<PathBuf>,
+        /// Write the flags as one self-contained HTML page here.
+        #[arg(long)]
+        html: Option<PathBuf>,
     },
 }
 
@@ -83,9 +89,12 @@ fn write(flag: &'static str, path: &std::path::Path, text: &str) -> Result<(), S
 
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
-        Command::Merge { inputs, json, markdown, junit } => merge(&inputs, json, markdown, junit),
-        Command::Compare { old, new, threshold, fail_on_regression, markdown, junit } => {
-            compare(&old, &new, threshold, markdown, junit).map(|clean| clean || !fail_on_regression)
+        Command::Merge { inputs, json, markdown, junit, html } => {
+            merge(&inputs, Outputs { json, markdown, junit, html })
+        }
+        Command::Compare { old, new, threshold, fail_on_regression, markdown, junit, html } => {
+            compare(&old, &new, threshold, Outputs { json: None, markdown, junit, html })
+                .map(|clean| clean || !fail_on_regression)
         }
     };
     match outcome {
@@ -98,40 +107,58 @@ fn main() -> ExitCode {
     }
 }
 
+/// The files a command writes, each optional.
+struct Outputs {
+    json: Option<PathBuf>,
+    markdown: Option<PathBuf>,
+    junit: Option<PathBuf>,
+    html: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Each named file with its flag, checked to be distinct.
+    fn files(&self) -> Result<Vec<(&'static str, &std::path::Path)>, String> {
+        let paths =
+            [("--json", &self.json), ("--junit", &self.junit), ("--markdown", &self.markdown), ("--html", &self.html)];
+        let files: Vec<_> = paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
+        output::check_distinct(&files)?;
+        Ok(files)
+    }
+
+    /// Writes what each named file takes (`text` of its flag) and the
+    /// Markdown to its file or printed.
+    fn write(&self, text: impl Fn(&'static str) -> Result<String, String>) -> Result<(), String> {
+        let files = self.files()?;
+        for (flag, path) in &files {
+            if *flag != "--markdown" {
+                write(flag, path, &text(flag)?)?;
+            }
+        }
+        markdown_out(self.markdown.as_deref(), &files, &text("--markdown")?)
+    }
+}
+
 /// `report compare`: `true` when nothing was flagged.
-fn compare(
-    old: &std::path::Path,
-    new: &std::path::Path,
-    threshold: f64,
-    md: Option<PathBuf>,
-    xml: Option<PathBuf>,
-) -> Result<bool, String> {
+fn compare(old: &std::path::Path, new: &std::path::Path, threshold: f64, out: Outputs) -> Result<bool, String> {
     let (old, new) = (conformance::compare::read(old)?, conformance::compare::read(new)?);
     let found = conformance::compare::compare(&old, &new, threshold)?;
-    let files: Vec<(&'static str, &std::path::Path)> =
-        [("--junit", &xml), ("--markdown", &md)].iter().filter_map(|(f, p)| p.as_deref().map(|p| (*f, p))).collect();
-    output::check_distinct(&files)?;
-    if let Some(path) = &xml {
-        write("--junit", path, &found.junit()?)?;
-    }
-    markdown_out(md.as_deref(), &files, &found.markdown())?;
+    out.write(|flag| match flag {
+        "--junit" => found.junit(),
+        "--html" => Ok(found.html()),
+        _ => Ok(found.markdown()),
+    })?;
     Ok(found.flags.is_empty())
 }
 
 /// `report merge`: `true` when every merged check passed.
-fn merge(inputs: &[PathBuf], json: Option<PathBuf>, md: Option<PathBuf>, xml: Option<PathBuf>) -> Result<bool, String> {
+fn merge(inputs: &[PathBuf], out: Outputs) -> Result<bool, String> {
     let reports = inputs.iter().map(|p| conformance::compare::read(p)).collect::<Result<Vec<_>, _>>()?;
     let merged = conformance::report::merge(reports)?;
-    let paths = [("--json", &json), ("--junit", &xml), ("--markdown", &md)];
-    let files: Vec<(&'static str, &std::path::Path)> =
-        paths.iter().filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
-    output::check_distinct(&files)?;
-    if let Some(path) = &json {
-        write("--json", path, &(serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n"))?;
-    }
-    if let Some(path) = &xml {
-        write("--junit", path, &junit::render(&merged)?)?;
-    }
-    markdown_out(md.as_deref(), &files, &markdown::render(&merged))?;
+    out.write(|flag| match flag {
+        "--json" => Ok(serde_json::to_string_pretty(&merged).map_err(|e| e.to_string())? + "\n"),
+        "--junit" => junit::render(&merged),
+        "--html" => Ok(conformance::html::render(&merged)),
+        _ => Ok(markdown::render(&merged)),
+    })?;
     Ok(merged.passed())
 }
