@@ -12,7 +12,8 @@
 # with the bandwidth workload's); then `conform --device all` with
 # WORKLOADS (default all) on each backend, at most SECONDS (default 240)
 # each (the split wave and peer copies when there are two or more
-# devices), written to $OUT/node-<backend>-<size>.{json,md}.
+# devices), written to $OUT/node-<backend>-<size>.{json,md}, and all of
+# them merged into $OUT/node-<size>.html.
 set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 size=${2:-large}
@@ -51,4 +52,8 @@ for backend in ${backends//,/ }; do
   timeout "$seconds" "$bin/conform" --backend "$backend" --device all --workload "$workloads" --size "$size" \
     "${library[@]}" --json "$out/node-$backend-$size.json" --markdown "$out/node-$backend-$size.md" || status=1
 done
+# Every backend's report on one HTML page (its verdict is the runs' above).
+reports=("$out"/node-*-"$size".json)
+[ -e "${reports[0]}" ] && "$bin/report" merge "${reports[@]}" --html "$out/node-$size.html" \
+  --markdown "$out/node-$size-merged.md" >/dev/null
 exit $status

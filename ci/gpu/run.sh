@@ -128,6 +128,16 @@ for backend in ${backends//,/ }; do
 done
 [ $api -eq 0 ] && [ $fault -eq 0 ] && [ $stress -eq 0 ] || status=1
 
+# Each size's reports on one HTML page (their verdicts are the runs' above).
+for size in ${sizes//,/ }; do
+  reports=()
+  for backend in ${backends//,/ }; do
+    [ -e "$out/$backend-$size.json" ] && reports+=("$out/$backend-$size.json")
+  done
+  [ ${#reports[@]} -gt 0 ] && "$bin/report" merge "${reports[@]}" --html "$out/$size.html" \
+    --markdown "$out/$size-merged.md" >/dev/null
+done
+
 echo "== summary (conform exit status: 0 pass, 1 fail, 2 cannot run)"
 printf '%-10s %-8s %s\n' backend size exit
 for backend in ${backends//,/ }; do
