@@ -7,7 +7,7 @@
 //! *round*, [`halo_steps`]): the fourth-order stencil reads two rows on
 //! each side, so after an exchange a device can compute `k` steps on its
 //! own, the rows it computes shrinking by two at each shared edge per step
-//! ([`Band::computed`]), the last step's being exactly its band. Rows it
+//! (`Band::computed`), the last step's being exactly its band. Rows it
 //! computes beyond its band are computed by their owner too, with the same
 //! arithmetic from the same values. After each round a device pulls from
 //! each neighbour the neighbour's rows of its halo, of the round's last two

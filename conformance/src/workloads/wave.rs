@@ -95,7 +95,7 @@ pub fn ricker(steps: usize) -> Vec<f32> {
 /// Float64 snapshots of the same scheme, computed once per process for a
 /// grid and source (every device and the split run check against the same
 /// reference; at size large one takes seconds even on many cores). The
-/// last [`REFERENCES_KEPT`] are kept.
+/// last two (the grid and its balanced one) are kept.
 pub fn reference(g: Grid, source: &[f32]) -> Arc<Vec<f64>> {
     type Kept = Vec<(Grid, Vec<u32>, Arc<Vec<f64>>)>;
     static KEPT: Mutex<Kept> = Mutex::new(Vec::new());
@@ -116,7 +116,7 @@ pub fn reference(g: Grid, source: &[f32]) -> Arc<Vec<f64>> {
     reference
 }
 
-/// References [`reference`] keeps: the size's grid and its balanced one.
+/// References [`reference`] keeps.
 const REFERENCES_KEPT: usize = 2;
 
 /// [`reference`]'s computation: each step's rows are cut into one block
