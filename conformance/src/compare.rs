@@ -156,18 +156,9 @@ pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison,
 }
 
 impl Comparison {
-    /// The comparison as Markdown: a summary line and a table of flags.
-    pub fn markdown(&self) -> String {
-        crate::markdown::to_markdown(&self.document())
-    }
-
-    /// The comparison as one self-contained HTML page (`--html`).
-    pub fn html(&self) -> String {
-        crate::html::page("hetero regressions", &crate::html::to_html(&self.document()))
-    }
-
-    /// What the Markdown and HTML show: the count, and a row per flag.
-    fn document(&self) -> Vec<Block> {
+    /// What the Markdown and HTML pages show (`markdown::to_markdown`,
+    /// `html::to_html`): the count, and a row per flag.
+    pub fn document(&self) -> Vec<Block> {
         let mut blocks = vec![
             Block::Title("Regressions".into()),
             Block::Text(format!(
@@ -265,7 +256,8 @@ mod tests {
             ]
         );
         assert_eq!(found.paired, 3);
-        assert!(found.markdown().contains("+20.0%"), "{}", found.markdown());
+        let text = format!("{:?}", found.document());
+        assert!(text.contains("+20.0%"), "{text}");
         assert!(found.junit().expect("xml").contains("reduce/c"));
     }
 

@@ -13,7 +13,7 @@ use clap::{Parser, ValueEnum};
 use conformance::dump::Dump;
 use conformance::output::Output;
 use conformance::report::{Report, SCHEMA_VERSION, Unavailable};
-use conformance::{Selection, Size, Workload, inputs, run_device, table};
+use conformance::{Selection, Size, Workload, inputs, markdown, run_device, table};
 use hetero::{Backend, Context};
 
 /// Which backends to run.
@@ -276,7 +276,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     if let Some(old) = &against {
         let found = conformance::compare::compare(old, &report, cli.regression_threshold)
             .map_err(|e| CannotRun(format!("--against: {e}")))?;
-        say(found.markdown());
+        say(markdown::to_markdown(&found.document()));
         regressed = !found.flags.is_empty() && cli.fail_on_regression;
     }
     if let Some(file) = json {

@@ -33,10 +33,14 @@ fn bad_arguments_exit_2_naming_the_value(#[case] args: &[&str], #[case] named: &
     assert!(!stderr(&out).contains("panicked"));
 }
 
+/// A backend that cannot run exits 2 with one line saying why, in words a
+/// user can act on: what was looked for and where, or (AMD's runtime
+/// installed without an AMD GPU) the runtime's own reason and the library
+/// that gave it.
 #[rstest]
-#[case::cuda("cuda", &["libcuda", "searched"])]
-#[case::hip("hip", &["libamdhip64", "libhiprtc", "ROCM_PATH"])]
-fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str, #[case] named: &[&str]) {
+#[case::cuda("cuda", &[&["libcuda", "searched"][..]])]
+#[case::hip("hip", &[&["libamdhip64", "ROCM_PATH"][..], &["libamdhip64", "hipErrorNoDevice"]])]
+fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str, #[case] named: &[&[&str]]) {
     if hetero::backend_devices(backend.parse().unwrap()).is_ok() {
         println!("skipped: the {backend} backend is usable on this machine");
         return;
@@ -48,9 +52,7 @@ fn backend_without_runtime_exits_2_with_one_line(#[case] backend: &str, #[case] 
     assert!(err.contains(backend) && !err.contains("panicked"), "{err}");
     if hetero::is_compiled(backend.parse().unwrap()) {
         // The reason says what was looked for, so a user knows what to install.
-        for word in named {
-            assert!(err.contains(word), "`{word}` missing from: {err}");
-        }
+        assert!(named.iter().any(|words| words.iter().all(|w| err.contains(w))), "none of {named:?} in: {err}");
     }
 }
 

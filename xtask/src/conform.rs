@@ -18,10 +18,15 @@ fn run_bin(package: &str, bin: &str, features: Option<&[String]>, args: &[String
     if let Some(features) = features {
         cargo_run.args(["--no-default-features", "--features", &features.join(",")]);
     }
-    match cargo_run.arg("--").args(args).status() {
+    exit_of(cargo_run.arg("--").args(args), bin)
+}
+
+/// The exit status of `cargo_run` (2 when cargo cannot be started).
+fn exit_of(cargo_run: &mut Command, tool: &str) -> ExitCode {
+    match cargo_run.status() {
         Ok(s) => ExitCode::from(s.code().map_or(2, |c| u8::try_from(c).unwrap_or(2))),
         Err(e) => {
-            eprintln!("cargo xtask {bin}: cannot run cargo: {e}");
+            eprintln!("cargo xtask {tool}: cannot run cargo: {e}");
             ExitCode::from(2)
         }
     }
@@ -87,6 +92,13 @@ fn run_for_backends(package: &str, bin: &str, default: &str, args: &[String]) ->
 }
 
 /// Builds and runs the `report` tool of the conformance crate with `args`.
+/// `hip-compile`: hetero's `hip_compile` example, with the HIP backend.
+pub fn run_hip_compile(args: &[String]) -> ExitCode {
+    let mut cargo_run = Command::new(cargo());
+    cargo_run.args(["run", "--release", "--quiet", "--package", "hetero", "--features", "hip"]);
+    exit_of(cargo_run.args(["--example", "hip_compile", "--"]).args(args), "hip-compile")
+}
+
 pub fn run_report(args: &[String]) -> ExitCode {
     run_bin("conformance", "report", None, args)
 }

@@ -15,6 +15,9 @@
 //!   matrix of `ci/matrix.json`.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
 //!   test harness builds against (`ci/hip-nvidia/`).
+//! - `hip-compile --arch gfx908,gfx90a,gfx1030`: compiles every kernel with
+//!   ROCm's hiprtc for those targets, without a GPU (hetero's
+//!   `hip_compile` example).
 
 mod ci_matrix;
 mod conform;
@@ -82,6 +85,14 @@ enum Command {
         #[arg(long, value_delimiter = ',', default_value = "all")]
         runners: Vec<String>,
     },
+    /// Compile every kernel with ROCm's hiprtc for AMD GPU targets, without a GPU:
+    /// `cargo xtask hip-compile --arch gfx908,gfx90a,gfx1030`.
+    #[command(disable_help_flag = true)]
+    HipCompile {
+        /// Arguments for the `hip_compile` example (`--arch`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Fetch the inputs of the HIP-on-NVIDIA harness (needs apt-get and pip).
     HipInputs {
         /// Where to put them (default .gpu/hip).
@@ -94,6 +105,7 @@ fn main() -> ExitCode {
         Command::Conform { args } => conform::answer("conform", &args).unwrap_or_else(|| conform::run(&args)),
         Command::Stress { args } => conform::answer("stress", &args).unwrap_or_else(|| conform::run_stress(&args)),
         Command::Bench { args } => conform::answer("bench", &args).unwrap_or_else(|| conform::run_bench(&args)),
+        Command::HipCompile { args } => conform::run_hip_compile(&args),
         Command::HipInputs { dir } => hip_inputs::run_command(dir),
         Command::Report { args } => conform::run_report(&args),
         Command::CiMatrix { format, runners } => ci_matrix::run(format, &runners),

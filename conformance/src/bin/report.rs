@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use conformance::output::{self, Output};
-use conformance::{junit, markdown};
+use conformance::{html, junit, markdown};
 
 #[derive(Debug, Parser)]
 #[command(name = "report", about = "Combine hetero conformance reports")]
@@ -144,8 +144,8 @@ fn compare(old: &std::path::Path, new: &std::path::Path, threshold: f64, out: Ou
     let found = conformance::compare::compare(&old, &new, threshold)?;
     out.write(|flag| match flag {
         "--junit" => found.junit(),
-        "--html" => Ok(found.html()),
-        _ => Ok(found.markdown()),
+        "--html" => Ok(html::page("hetero regressions", &html::to_html(&found.document()))),
+        _ => Ok(markdown::to_markdown(&found.document())),
     })?;
     Ok(found.flags.is_empty())
 }

@@ -7,22 +7,7 @@
 use hetero::host_kernel::{Args, Block, Fault, HostKernel};
 use hetero::{Backend, LaunchConfig};
 
-const SOURCE: &str = r#"
-KERNEL void dialect_3d(GLOBAL uint* ids, GLOBAL uint* count, GLOBAL int* signed_sum, GLOBAL uint* extremes,
-                       uint nx, uint ny, uint nz) {
-    uint x = BLOCK_X * BLOCK_DIM_X + THREAD_X;
-    uint y = BLOCK_Y * BLOCK_DIM_Y + THREAD_Y;
-    uint z = BLOCK_Z * BLOCK_DIM_Z + THREAD_Z;
-    if (x < nx && y < ny && z < nz) {
-        uint i = (z * ny + y) * nx + x;
-        ids[i] = GRID_DIM_X * 10000u + GRID_DIM_Y * 100u + GRID_DIM_Z;
-        atomic_add_u32(count, 1u);
-        atomic_add_i32(signed_sum, -1);
-        atomic_max_u32(&extremes[0], i);
-        atomic_min_u32(&extremes[1], i);
-    }
-}
-"#;
+const SOURCE: &str = include_str!("kernels/dialect.kern");
 
 /// `dialect_3d` for the host, thread by thread.
 fn dialect_3d(block: &Block, args: &Args) -> Fault {

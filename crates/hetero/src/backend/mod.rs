@@ -6,14 +6,17 @@
 //! | folders | files |
 //! |---|---|
 //! | `host`, `opencl` | `mod.rs device.rs error.rs event.rs memory.rs module.rs stream.rs` |
-//! | `cuda`, `hip` | `mod.rs compile.rs error.rs runtime.rs` |
+//! | `cuda` | `mod.rs compile.rs error.rs runtime.rs` |
+//! | `hip` | `mod.rs compile.rs error.rs ffi.rs runtime.rs` |
 //! | `gpu` | `mod.rs device.rs event.rs memory.rs module.rs runtime.rs stream.rs` |
 //!
 //! `host` and `opencl` implement [`crate::Device`] themselves. `gpu` is the
 //! one implementation for CUDA-like runtimes; `cuda` and `hip` hold only
 //! what differs between them: discovery (`mod.rs`), the error-code table
 //! (`error.rs`), the run-time compiler (`compile.rs`) and the runtime
-//! calls, each wrapped once (`runtime.rs`). The host backend's Rust
+//! calls, each wrapped once (`runtime.rs`). `hip` also loads its runtime
+//! itself (`ffi.rs`: the bindings' loader misses the names runtime-only
+//! ROCm installs use), where cudarc loads CUDA's. The host backend's Rust
 //! kernels live in `host/kernels/`.
 
 pub(crate) mod allocations;

@@ -5,30 +5,9 @@
 use hetero::host_kernel::{Args, Block, Fault, HostKernel};
 use hetero::{Backend, Context, ErrorKind, LaunchConfig};
 
-const SOURCE: &str = r#"
-typedef struct { float scale; uint offset; ulong big; } Params;
+const SOURCE: &str = include_str!("../kernels/user.kern");
 
-KERNEL void saxpy(float a, GLOBAL const float* x, GLOBAL float* y, uint n) {
-    uint i = BLOCK_X * BLOCK_DIM_X + THREAD_X;
-    if (i < n) y[i] = a * x[i] + y[i];
-}
-
-KERNEL void wide(GLOBAL ulong* out_u, GLOBAL long* out_i, GLOBAL float* out_f, ulong a, long b, Params p, uint n) {
-    uint i = BLOCK_X * BLOCK_DIM_X + THREAD_X;
-    if (i < n) {
-        out_u[i] = a + (ulong)i;
-        out_i[i] = b - (long)i;
-        out_f[i] = p.scale * (float)(i + p.offset) + (float)(p.big >> 40);
-    }
-}
-"#;
-
-const SOURCE_F64: &str = r#"
-KERNEL void scale_f64(GLOBAL double* y, double a, uint n) {
-    uint i = BLOCK_X * BLOCK_DIM_X + THREAD_X;
-    if (i < n) y[i] = a * y[i];
-}
-"#;
+const SOURCE_F64: &str = include_str!("../kernels/user_f64.kern");
 
 /// `Params` of [`SOURCE`]: 16 bytes, aligned to 8, no padding.
 #[repr(C)]
@@ -323,17 +302,7 @@ pub fn host_implementation_faults_are_sticky(ctx: &Context) {
     }
 }
 
-const NESTED_SOURCE: &str = r#"
-typedef struct { float scale; uint offset; ulong big; } P;
-typedef struct { P inner; uint k; } Nested;
-
-KERNEL void sk(GLOBAL uint* x, Nested q, P p) {
-    if (BLOCK_X == 0 && THREAD_X == 0) {
-        x[0] = q.inner.offset + q.k + (uint)(q.inner.big >> 32);
-        x[1] = (uint)(q.inner.scale * 4.0f) + p.offset;
-    }
-}
-"#;
+const NESTED_SOURCE: &str = include_str!("../kernels/nested.kern");
 
 /// `Nested` of [`NESTED_SOURCE`]: a `P` (16 bytes) and a `uint`, padded to 24.
 #[repr(C)]

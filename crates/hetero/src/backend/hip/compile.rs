@@ -4,13 +4,14 @@
 
 use std::ffi::{CStr, c_char};
 
-use cubecl_hip_sys as hip;
+use super::ffi as hip;
 
 use super::error::rtc_error;
 use crate::error::Result;
 
-/// Compiles assembled `src` for the current device; the error carries the hiprtc log.
-pub(super) fn compile(src: &CStr) -> Result<Vec<c_char>> {
+/// Compiles assembled `src` for the current device, or for the target
+/// `options` name; the error carries the hiprtc log.
+pub(super) fn compile(src: &CStr, options: &[&CStr]) -> Result<Vec<c_char>> {
     let mut program: hip::hiprtcProgram = std::ptr::null_mut();
     // SAFETY: src outlives the call; no headers.
     let created = unsafe {
@@ -26,8 +27,11 @@ pub(super) fn compile(src: &CStr) -> Result<Vec<c_char>> {
     if created != hip::hiprtcResult_HIPRTC_SUCCESS {
         return Err(rtc_error("hiprtcCreateProgram", created));
     }
-    // SAFETY: program is live until destroyed below; no options.
-    let compiled = unsafe { hip::hiprtcCompileProgram(program, 0, std::ptr::null()) };
+    let options: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    let count = i32::try_from(options.len()).unwrap_or(i32::MAX);
+    // SAFETY: program is live until destroyed below; the options are
+    // `count` NUL-terminated strings that outlive the call.
+    let compiled = unsafe { hip::hiprtcCompileProgram(program, count, options.as_ptr()) };
     let log = program_log(program);
     let code = if compiled == hip::hiprtcResult_HIPRTC_SUCCESS {
         code(program)

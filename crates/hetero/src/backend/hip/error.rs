@@ -2,7 +2,7 @@
 
 use std::ffi::CStr;
 
-use cubecl_hip_sys as hip;
+use super::ffi as hip;
 
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};

@@ -364,7 +364,7 @@ impl Runtime for Hip {
     }
 
     fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
-        super::compile::compile(source)
+        super::compile::compile(source, &[])
     }
 
     unsafe fn module_load(&self, image: &[c_char]) -> Result<hip::hipModule_t> {
@@ -424,69 +424,9 @@ impl Runtime for Hip {
     }
 }
 
-/// Every HIP and hiprtc function the backend calls. The bindings look each
-/// up at its first call and panic when the runtime lacks it (discovery
-/// turns that into an unavailable backend naming the symbol); CI checks the
-/// list against ROCm 5.2's `libamdhip64.so.5`, which also holds hiprtc.
-/// Kept whole by `runtime_symbols_cover_every_call`; only tests read it.
-#[cfg(test)]
-const RUNTIME_SYMBOLS: &[&str] = &[
-    "hipDeviceCanAccessPeer",
-    "hipDeviceEnablePeerAccess",
-    "hipDeviceGetAttribute",
-    "hipDeviceGetMemPool",
-    "hipDeviceGetName",
-    "hipDeviceGetPCIBusId",
-    "hipDeviceTotalMem",
-    "hipDriverGetVersion",
-    "hipEventCreateWithFlags",
-    "hipEventDestroy",
-    "hipEventElapsedTime",
-    "hipEventQuery",
-    "hipEventRecord",
-    "hipEventSynchronize",
-    "hipFree",
-    "hipFreeAsync",
-    "hipFuncGetAttribute",
-    "hipGetDevice",
-    "hipGetDeviceCount",
-    "hipGetErrorName",
-    "hipGetErrorString",
-    "hipHostFree",
-    "hipHostGetDevicePointer",
-    "hipHostMalloc",
-    "hipInit",
-    "hipMalloc",
-    "hipMallocAsync",
-    "hipMemPoolSetAccess",
-    "hipMemcpyDtoDAsync",
-    "hipMemcpyDtoHAsync",
-    "hipMemcpyHtoDAsync",
-    "hipMemcpyPeerAsync",
-    "hipMemsetD32Async",
-    "hipModuleGetFunction",
-    "hipModuleLaunchKernel",
-    "hipModuleLoadData",
-    "hipSetDevice",
-    "hipStreamCreateWithPriority",
-    "hipStreamDestroy",
-    "hipStreamQuery",
-    "hipStreamSynchronize",
-    "hipStreamWaitEvent",
-    "hipStreamWaitValue32",
-    "hiprtcCompileProgram",
-    "hiprtcCreateProgram",
-    "hiprtcDestroyProgram",
-    "hiprtcGetCode",
-    "hiprtcGetCodeSize",
-    "hiprtcGetErrorString",
-    "hiprtcGetProgramLog",
-    "hiprtcGetProgramLogSize",
-];
-
 #[cfg(test)]
 mod symbol_tests {
-    use super::RUNTIME_SYMBOLS;
+    use super::super::ffi::SYMBOLS as RUNTIME_SYMBOLS;
     use crate::backend::gpu::symbols;
     use std::collections::BTreeSet;
 
