@@ -10,7 +10,7 @@
 //! [`load`] finds, then called through the pointer, as a program linked
 //! against `libamdhip64` calls it (the bindings look each symbol up at
 //! every call besides). A function declared here shadows the binding of
-//! the same name; [`Table::bindings`] checks at compile time that each
+//! the same name; `Table::bindings` checks at compile time that each
 //! signature is the binding's.
 //!
 //! Code that calls HIP next to hetero can use this module in place of
