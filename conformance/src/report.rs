@@ -73,6 +73,9 @@ pub struct DeviceReport {
     /// UUID, where the driver gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// GPU target (`sm_90`, `gfx90a:sramecc+:xnack-`), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
 }
 
 #[cfg(test)]
@@ -89,15 +92,16 @@ impl DeviceReport {
             warp_size: 32,
             pci_bus_id: None,
             uuid: None,
+            arch: None,
         }
     }
 }
 
 impl DeviceReport {
-    /// `PCI <address>, UUID <uuid>` (what the driver gave of them), or
-    /// `None` when it gave neither.
+    /// `PCI <address>, UUID <uuid>, target <arch>` (what the driver gave
+    /// of them), or `None` when it gave none.
     pub fn identity(&self) -> Option<String> {
-        let parts: Vec<String> = [("PCI", &self.pci_bus_id), ("UUID", &self.uuid)]
+        let parts: Vec<String> = [("PCI", &self.pci_bus_id), ("UUID", &self.uuid), ("target", &self.arch)]
             .into_iter()
             .filter_map(|(what, value)| value.as_ref().map(|v| format!("{what} {v}")))
             .collect();
@@ -117,6 +121,7 @@ impl From<&hetero::DeviceInfo> for DeviceReport {
             warp_size: info.warp_size,
             pci_bus_id: info.pci_bus_id.clone(),
             uuid: info.uuid.clone(),
+            arch: info.arch.clone(),
         }
     }
 }

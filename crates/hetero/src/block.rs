@@ -99,6 +99,7 @@ mod tests {
             fp64: true,
             pci_bus_id: None,
             uuid: None,
+            arch: None,
         }
     }
 

@@ -82,6 +82,11 @@ pub struct DeviceInfo {
     /// The device's UUID (`8-4-4-4-12` hexadecimal digits), where the
     /// driver gives it (CUDA; OpenCL through `cl_khr_device_uuid`).
     pub uuid: Option<String>,
+    /// The GPU target its code is compiled for, where known: `sm_90` on
+    /// CUDA (from the compute capability), `gfx90a:sramecc+:xnack-` on
+    /// AMD (HIP from ROCm 6 on, `gcnArchName`; OpenCL, whose device name
+    /// is the target there).
+    pub arch: Option<String>,
 }
 
 /// A 16-byte UUID as `8-4-4-4-12` lowercase hexadecimal digits.

@@ -171,6 +171,7 @@ mod tests {
             fp64: false,
             pci_bus_id: None,
             uuid: None,
+            arch: None,
         }
     }
 

@@ -19,6 +19,13 @@ fn affine(stream: &Stream, kernel: &Kernel, x: &mut DeviceBuffer<u32>, threads: 
 /// at the first launch on rusticl, whose kernels run at most 32.)
 pub fn kernels_run_at_the_block_size_their_limits_allow(ctx: &Context) {
     let info = ctx.info();
+    // The GPU target, where the backend knows it: CUDA always (from the
+    // compute capability); AMD names gfx targets; the CPU backends none.
+    match info.backend {
+        hetero::Backend::Cuda => assert!(info.arch.as_deref().is_some_and(|a| a.starts_with("sm_")), "{:?}", info.arch),
+        hetero::Backend::Host => assert_eq!(info.arch, None),
+        _ => assert!(info.arch.as_deref().is_none_or(|a| a.starts_with("gfx")), "{:?}", info.arch),
+    }
     let stream = ctx.stream().unwrap();
     let kernel = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
     for source in [hetero::kernels::REDUCE, hetero::kernels::SCAN, hetero::kernels::PULL, hetero::kernels::WAVE] {

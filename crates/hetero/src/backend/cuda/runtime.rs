@@ -197,6 +197,11 @@ unsafe impl Sync for Cuda {}
 impl Sealed for Cuda {}
 
 impl Cuda {
+    /// The GPU target of the device's code, `sm_XY` from its compute capability.
+    fn target(&self) -> String {
+        format!("sm_{}{}", self.capability.0, self.capability.1)
+    }
+
     /// Device `ordinal` with its primary context retained; `cuInit` must have succeeded.
     pub(super) fn open(ordinal: usize) -> Result<Self> {
         let mut device: sys::CUdevice = 0;
@@ -322,6 +327,7 @@ impl Runtime for Cuda {
                 self.capability.1
             ),
             total_memory: total as u64,
+            arch: Some(self.target()),
         })
     }
 
@@ -549,8 +555,7 @@ impl Runtime for Cuda {
     }
 
     fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
-        let (major, minor) = self.capability;
-        super::compile::compile(source, &format!("sm_{major}{minor}"))
+        super::compile::compile(source, &self.target())
     }
 
     unsafe fn module_load(&self, image: &[c_char]) -> Result<sys::CUmodule> {

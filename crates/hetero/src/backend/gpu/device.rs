@@ -94,6 +94,7 @@ impl<R: Runtime> GpuDevice<R> {
             fp64: true,
             pci_bus_id: identity.pci_bus_id,
             uuid: identity.uuid,
+            arch: identity.arch,
         };
         let runtime = Arc::new(runtime);
         let pool_stream = runtime.pool_stream()?.map(|raw| GpuStream::new(raw, Arc::clone(&runtime)));

@@ -47,6 +47,8 @@ pub struct Identity {
     pub pci_bus_id: Option<String>,
     /// UUID, where the runtime gives it.
     pub uuid: Option<String>,
+    /// GPU target, where known ([`crate::DeviceInfo::arch`]).
+    pub arch: Option<String>,
 }
 
 pub(crate) mod sealed {

@@ -170,6 +170,10 @@ functions! {
 /// `table` must outlive every call) and what was resolved from them.
 pub struct Loaded {
     table: Table,
+    /// `hipGetDevicePropertiesR0600`, which runtimes from ROCm 6 on export
+    /// (ROCm 5's `hipGetDeviceProperties` has another struct layout, which
+    /// the bindings do not describe).
+    properties: Option<unsafe extern "C" fn(*mut hipDeviceProp_tR0600, c_int) -> hipError_t>,
     /// The HIP runtime's file.
     pub hip: PathBuf,
     /// hiprtc's file (the runtime's own, where it holds hiprtc).
@@ -239,13 +243,35 @@ fn open() -> Result<Loaded, String> {
     };
     let table = Table::resolve(&hip, &rtc)
         .map_err(|missing| format!("the HIP runtime at {} is too old or partial: {missing}", hip_path.display()))?;
-    Ok(Loaded { table, hip: hip_path, hiprtc: rtc_path, _libraries: (hip, rtc) })
+    // SAFETY: the symbol, where present, is the function of that name,
+    // whose C signature is the field's (the bindings' declaration).
+    let properties = unsafe { hip.get(b"hipGetDevicePropertiesR0600") }.ok().map(|f| *f);
+    Ok(Loaded { table, properties, hip: hip_path, hiprtc: rtc_path, _libraries: (hip, rtc) })
 }
 
 /// The runtime, loaded and resolved at the first call, or why it cannot be.
 pub fn load() -> Result<&'static Loaded, &'static str> {
     static LOADED: OnceLock<Result<Loaded, String>> = OnceLock::new();
     LOADED.get_or_init(open).as_ref().map_err(String::as_str)
+}
+
+/// Device `ordinal`'s GPU target as the runtime names it (`gcnArchName`,
+/// e.g. `gfx90a:sramecc+:xnack-`), where the runtime has
+/// `hipGetDevicePropertiesR0600` (ROCm 6 and later) and names one.
+pub fn gcn_arch_name(ordinal: c_int) -> Option<String> {
+    let properties = load().ok()?.properties?;
+    let mut props = Box::new(std::mem::MaybeUninit::<hipDeviceProp_tR0600>::zeroed());
+    // SAFETY: props is a zeroed struct of the function's type (all-zero
+    // bytes are a valid value of the plain C struct), written by the call.
+    let status = unsafe { properties(props.as_mut_ptr(), ordinal) };
+    if status != hipError_t_hipSuccess {
+        return None;
+    }
+    // SAFETY: zeroed, then filled by the runtime: initialised either way.
+    let props = unsafe { props.assume_init() };
+    let bytes: Vec<u8> = props.gcnArchName.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let name = String::from_utf8_lossy(&bytes).into_owned();
+    name.starts_with("gfx").then_some(name)
 }
 
 /// Whether the functions were resolved ([`load`] succeeded).

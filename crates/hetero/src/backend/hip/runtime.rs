@@ -6,7 +6,7 @@
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
-use super::ffi as hip;
+use super::ffi::{self, self as hip};
 
 use super::error::{check, error};
 use crate::backend::gpu::{Attribute, Identity, ModuleCache, Runtime, Sealed};
@@ -126,6 +126,7 @@ impl Runtime for Hip {
             // hipDeviceGetUuid is not read: the HIP-on-NVIDIA harness's
             // headers (HIP 5.2) do not declare it for NVIDIA.
             uuid: None,
+            arch: ffi::gcn_arch_name(self.ordinal),
             name,
             vendor: "HIP".to_string(),
             platform: format!("HIP driver version {version}, compute capability {major}.{minor}"),

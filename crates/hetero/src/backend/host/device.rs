@@ -78,6 +78,7 @@ impl HostDevice {
                 fp64: true,
                 pci_bus_id: None,
                 uuid: None,
+                arch: None,
             },
             memory_limit: total_memory,
             streams: Handles::new(Backend::Host, "stream"),

@@ -97,10 +97,13 @@ impl OpenClDevice {
         let vendor_query =
             |param| opencl3::device::get_device_info(device.id(), param).ok().map(|v| v.to_uint()).filter(|&w| w > 0);
         let extensions = device.extensions().unwrap_or_default();
+        let name = device.name().map_err(q("clGetDeviceInfo"))?.trim().to_string();
         let info = DeviceInfo {
             backend: Backend::OpenCl,
             ordinal,
-            name: device.name().map_err(q("clGetDeviceInfo"))?.trim().to_string(),
+            // AMD's OpenCL names a device by its target (`gfx90a:sramecc+:xnack-`).
+            arch: name.starts_with("gfx").then(|| name.clone()),
+            name,
             vendor: device.vendor().map_err(q("clGetDeviceInfo"))?.trim().to_string(),
             platform,
             total_memory: device.global_mem_size().map_err(q("clGetDeviceInfo"))?,
