@@ -1,7 +1,8 @@
 //! The CUDA backend (feature `cuda`), through `cudarc`'s driver API and NVRTC.
 //!
-//! `libcuda.so` and `libnvrtc.so` are loaded at run time; their absence is
-//! an [`crate::ErrorKind::Unavailable`] error, checked before any call
+//! `libcuda.so` and `libnvrtc.so` are loaded at run time (NVRTC from the
+//! path `HETERO_NVRTC` names, where set); their absence is an
+//! [`crate::ErrorKind::Unavailable`] error, checked before any call
 //! (cudarc panics on a missing library). Each device works in its primary
 //! context; kernels are compiled by NVRTC for the device's architecture.
 //! The device itself is the shared [`GpuDevice`] over [`Cuda`], the driver
@@ -49,15 +50,8 @@ pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
             ),
         );
     }
-    // SAFETY: only tries to open the library.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return unavailable(
-            "load libnvrtc",
-            format!(
-                "NVRTC (the CUDA run-time compiler, from the CUDA toolkit or the nvidia-cuda-nvrtc wheel) is not on the library path (searched: {})",
-                searched("nvrtc")
-            ),
-        );
+    if let Some(why) = compile::unavailable() {
+        return unavailable("load libnvrtc", why);
     }
     // cudarc panics if the driver lacks a symbol it binds (an old driver):
     // report that as unavailable instead of crashing.

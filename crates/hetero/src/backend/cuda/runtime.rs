@@ -141,10 +141,11 @@ fn newer_nvrtc() -> crate::error::Error {
         "cuModuleLoadData",
         ErrorKind::Build,
         format!(
-            "the driver (CUDA {}) cannot load PTX from NVRTC {nvrtc}, which is newer: put an NVRTC no newer than \
-             the driver first on the library path (e.g. a CUDA {major}.x toolkit's libnvrtc.so.{major}, or the \
+            "the driver (CUDA {}) cannot load PTX from NVRTC {nvrtc}, which is newer: name an NVRTC no newer than \
+             the driver with {}=/path/to/libnvrtc.so.{major} (a CUDA {major}.x toolkit's, or the \
              nvidia-cuda-nvrtc-cu{major} wheel's), or update the driver",
             release(version),
+            super::compile::NVRTC_ENV,
         ),
     )
 }
