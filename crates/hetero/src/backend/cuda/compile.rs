@@ -178,7 +178,30 @@ pub(super) fn nvrtc_version() -> Option<(i32, i32)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Library, resolve};
+    use super::{Library, compile, nvrtc, nvrtc_version, resolve};
+
+    /// NVRTC, where one can be loaded (`HETERO_NVRTC`, or on the library
+    /// path; no GPU needed), compiles a built-in kernel to PTX for sm_90,
+    /// and a broken one into an error carrying its log.
+    #[test]
+    fn nvrtc_compiles_to_ptx_where_present() {
+        if let Err(why) = nvrtc() {
+            assert!(std::env::var_os(super::NVRTC_ENV).is_none(), "the NVRTC named is not usable: {why}");
+            println!("skipped: {why}");
+            return;
+        }
+        let source = hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, hetero_kernels::WAVE);
+        let Ok(source) = std::ffi::CString::new(source) else { panic!("a NUL in the wave kernel") };
+        let ptx = compile(&source, "sm_90").map_err(|e| e.to_string());
+        let ptx: Vec<u8> = ptx.as_deref().map_or_else(|e| panic!("{e}"), |p| p.iter().map(|&c| c as u8).collect());
+        let text = String::from_utf8_lossy(&ptx);
+        assert!(text.contains(".entry wave_step") && text.contains(".target sm_90"), "{text}");
+        assert_eq!(ptx.last(), Some(&0), "NUL-terminated, as cuModuleLoadData takes it");
+        assert!(nvrtc_version().is_some_and(|(major, _)| major >= 11));
+        let broken = std::ffi::CString::new("extern \"C\" __global__ void k() { undeclared(); }").unwrap_or_default();
+        let err = compile(&broken, "sm_90").err().map(|e| e.message).unwrap_or_default();
+        assert!(err.contains("undeclared"), "the log names the error: {err}");
+    }
 
     /// Guards the library `HETERO_NVRTC` names: one that is not NVRTC is
     /// refused naming the first function it lacks, not called.
