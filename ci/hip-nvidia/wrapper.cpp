@@ -76,6 +76,7 @@ EXPORT hipError_t hetero_hipDeviceGetName(char* name, int len, hipDevice_t devic
 EXPORT hipError_t hetero_hipDeviceGetPCIBusId(char* id, int len, int device) { return hipDeviceGetPCIBusId(id, len, device); }
 EXPORT hipError_t hetero_hipDeviceTotalMem(size_t* bytes, hipDevice_t device) { return hipDeviceTotalMem(bytes, device); }
 EXPORT hipError_t hetero_hipDriverGetVersion(int* version) { return hipDriverGetVersion(version); }
+EXPORT hipError_t hetero_hipRuntimeGetVersion(int* version) { return hipRuntimeGetVersion(version); }
 
 // The bindings' attribute numbers (HIP 6) to this header's names.
 EXPORT hipError_t hetero_hipDeviceGetAttribute(int* value, int attribute, int device) {

@@ -352,3 +352,25 @@ fn markdown_links_resolve() {
     }
     assert!(broken.is_empty(), "links that resolve to nothing:\n{}", broken.join("\n"));
 }
+
+/// The HIP-on-NVIDIA harness exports every function the HIP backend
+/// resolves: the backend resolves them all at load, so one missing from
+/// the harness makes HIP unavailable on the GPU machine (as
+/// `hipRuntimeGetVersion`, added to the backend's table, would have).
+#[test]
+fn the_hip_harness_exports_every_function_the_backend_resolves() {
+    let read = |path: &str| std::fs::read_to_string(workspace().join(path)).unwrap();
+    let (table, harness) = (read("crates/hetero/src/backend/hip/ffi.rs"), read("ci/hip-nvidia/wrapper.cpp"));
+    let start = table.find("functions! {").expect("the table of functions");
+    let resolved: Vec<&str> = table[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| *l != "}")
+        .filter_map(|l| l.strip_prefix("    "))
+        .filter(|l| l.starts_with("hip"))
+        .filter_map(|l| l.split('(').next())
+        .collect();
+    assert!(resolved.len() > 40, "{resolved:?}");
+    let missing: Vec<&&str> = resolved.iter().filter(|name| !harness.contains(&format!(" hetero_{name}("))).collect();
+    assert!(missing.is_empty(), "ci/hip-nvidia/wrapper.cpp does not export {missing:?}");
+}
