@@ -190,8 +190,8 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
-        let source = hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, hetero_kernels::WAVE);
-        let Ok(source) = std::ffi::CString::new(source) else { panic!("a NUL in the wave kernel") };
+        let source = crate::backend::gpu::module::assembled(crate::device::Backend::Cuda, hetero_kernels::WAVE);
+        let Ok(source) = source else { panic!("a NUL in the wave kernel") };
         let ptx = compile(&source, "sm_90").map_err(|e| e.to_string());
         let ptx: Vec<u8> = ptx.as_deref().map_or_else(|e| panic!("{e}"), |p| p.iter().map(|&c| c as u8).collect());
         let text = String::from_utf8_lossy(&ptx);

@@ -13,7 +13,7 @@
 mod device;
 mod event;
 mod memory;
-mod module;
+pub(crate) mod module;
 mod runtime;
 mod stream;
 

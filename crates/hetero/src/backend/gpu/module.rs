@@ -53,6 +53,13 @@ pub(super) struct GpuKernel<R: Runtime> {
     pub(super) limits: KernelLimits,
 }
 
+/// Portable `source` as the CUDA-like runtimes compile it: after the CUDA
+/// prelude, NUL-terminated.
+pub(crate) fn assembled(backend: crate::device::Backend, source: &str) -> Result<CString> {
+    CString::new(hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, source))
+        .map_err(|_| Error::new(backend, "compile", ErrorKind::Build, "kernel source contains a NUL byte"))
+}
+
 /// The module of `source` on the runtime's device, compiled and loaded at
 /// its first use in the process. The device must be current.
 pub(super) fn build<R: Runtime>(runtime: &R, source: &str) -> Result<Arc<GpuModule<R>>> {
@@ -66,8 +73,7 @@ pub(super) fn build<R: Runtime>(runtime: &R, source: &str) -> Result<Arc<GpuModu
     if let Some(module) = cache.get(&key) {
         return Ok(Arc::clone(module));
     }
-    let full = CString::new(hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, source))
-        .map_err(|_| fail("compile", "kernel source contains a NUL byte"))?;
+    let full = assembled(R::BACKEND, source)?;
     let image = runtime.compile(&full)?;
     // SAFETY: the image comes from the runtime's compiler for this device,
     // which is current.

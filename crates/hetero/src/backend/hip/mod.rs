@@ -38,8 +38,7 @@ use crate::error::{Error, ErrorKind};
 pub fn compile_for_target(source: &str, arch: &str) -> crate::Result<usize> {
     let fail = |kind, message: String| error::error("hiprtcCompileProgram", kind, message);
     ffi::load().map_err(|why| fail(ErrorKind::Unavailable, why.to_string()))?;
-    let full = std::ffi::CString::new(hetero_kernels::assemble(hetero_kernels::PRELUDE_CUDA, source))
-        .map_err(|_| fail(ErrorKind::Build, "kernel source contains a NUL byte".into()))?;
+    let full = crate::backend::gpu::module::assembled(crate::device::Backend::Hip, source)?;
     let option = std::ffi::CString::new(format!("--gpu-architecture={arch}"))
         .map_err(|_| fail(ErrorKind::Build, format!("target {arch:?} contains a NUL byte")))?;
     compile::compile(&full, &[&option]).map(|code| code.len().saturating_sub(1))
@@ -78,11 +77,12 @@ pub(crate) fn discover() -> (Vec<HipDevice>, Vec<Error>) {
         );
         return unavailable("hipGetDeviceCount", message);
     }
-    let found = std::panic::catch_unwind(|| {
+    // Every call goes through `ffi`'s resolved table, which never panics.
+    let found = (|| {
         error::check("hipInit", init)?;
         error::check("hipGetDeviceCount", counted)?;
         let open = |ordinal| GpuDevice::new(Hip::open(ordinal)?, ordinal);
         Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(open).collect::<Vec<_>>())
-    });
-    crate::backend::gpu::collect_devices(crate::device::Backend::Hip, "hipInit", found)
+    })();
+    crate::backend::gpu::collect_devices(crate::device::Backend::Hip, "hipInit", Ok(found))
 }
