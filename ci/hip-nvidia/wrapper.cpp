@@ -187,6 +187,35 @@ EXPORT hipError_t hetero_hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
     hipError_t e = bind_context();
     return e == hipSuccess ? hipModuleLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) : e;
 }
+// Graphs: the CUDA runtime's calls, whose handles HIP's NVIDIA platform
+// types are (hipStreamCaptureMode numbers CUDA's modes the same way).
+EXPORT hipError_t hetero_hipStreamBeginCapture(hipStream_t stream, int mode) {
+    hipError_t e = bind_context();
+    if (e != hipSuccess) return e;
+    return hipCUDAErrorTohipError(cudaStreamBeginCapture((cudaStream_t)stream, (cudaStreamCaptureMode)mode));
+}
+EXPORT hipError_t hetero_hipStreamEndCapture(hipStream_t stream, void** graph) {
+    return hipCUDAErrorTohipError(cudaStreamEndCapture((cudaStream_t)stream, (cudaGraph_t*)graph));
+}
+EXPORT hipError_t hetero_hipGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+    return hipCUDAErrorTohipError(cudaGraphInstantiateWithFlags((cudaGraphExec_t*)exec, (cudaGraph_t)graph, flags));
+}
+EXPORT hipError_t hetero_hipGraphExecUpdate(void* exec, void* graph, void** node, unsigned int* result) {
+    cudaGraphExecUpdateResult r = cudaGraphExecUpdateSuccess;
+    cudaError_t e = cudaGraphExecUpdate((cudaGraphExec_t)exec, (cudaGraph_t)graph, (cudaGraphNode_t*)node, &r);
+    if (result) *result = (unsigned int)r;
+    return e == cudaErrorGraphExecUpdateFailure ? (hipError_t)910 : hipCUDAErrorTohipError(e);
+}
+EXPORT hipError_t hetero_hipGraphLaunch(void* exec, hipStream_t stream) {
+    hipError_t e = bind_context();
+    if (e != hipSuccess) return e;
+    return hipCUDAErrorTohipError(cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream));
+}
+EXPORT hipError_t hetero_hipGraphDestroy(void* graph) { return hipCUDAErrorTohipError(cudaGraphDestroy((cudaGraph_t)graph)); }
+EXPORT hipError_t hetero_hipGraphExecDestroy(void* exec) {
+    return hipCUDAErrorTohipError(cudaGraphExecDestroy((cudaGraphExec_t)exec));
+}
+
 EXPORT const char* hetero_hipGetErrorName(hipError_t e) { return hipGetErrorName(e); }
 EXPORT const char* hetero_hipGetErrorString(hipError_t e) { return hipGetErrorString(e); }
 

@@ -16,8 +16,8 @@ use crate::device::{Backend, Device};
 // that enum_dispatch writes here (see the order of modules in lib.rs).
 #[allow(unused_imports)]
 use crate::device::{
-    AllocId, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits, LaunchConfig, ModuleId, PeerRange,
-    PeerRoute, StreamFlags, StreamId,
+    AllocId, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, KernelArg, KernelId, KernelLimits, LaunchConfig,
+    ModuleId, PeerRange, PeerRoute, StreamFlags, StreamId,
 };
 use crate::error::{Error, ErrorKind, Result};
 #[allow(unused_imports)]

@@ -15,7 +15,7 @@ use enum_dispatch::enum_dispatch;
 use crate::error::{Error, ErrorKind, Result};
 pub(crate) use crate::types::INLINE_ARGS;
 pub use crate::types::{
-    AllocId, ArgBytes, Backend, EventId, KernelArg, KernelId, ModuleId, PeerRoute, StreamId, UnknownBackend,
+    AllocId, ArgBytes, Backend, EventId, GraphId, KernelArg, KernelId, ModuleId, PeerRoute, StreamId, UnknownBackend,
 };
 
 /// A byte range of an allocation of `device`: one side of
@@ -244,6 +244,73 @@ impl LaunchConfig {
         }
         Ok(())
     }
+}
+
+/// One operation of a graph, as [`crate::Device::create_graph`] takes it:
+/// what the trait's enqueue methods take, with pinned host addresses as
+/// numbers so that a graph's description is plain data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GraphOp {
+    /// [`crate::Device::copy_h2d`] from the pinned host address `src`.
+    CopyH2D {
+        /// Host address of the first byte (pinned memory of this device).
+        src: usize,
+        /// Destination range (its length is the copy's).
+        dst: DeviceRange,
+    },
+    /// [`crate::Device::copy_d2h`] into the pinned host address `dst`.
+    CopyD2H {
+        /// Source range (its length is the copy's).
+        src: DeviceRange,
+        /// Host address of the first byte (pinned memory of this device).
+        dst: usize,
+    },
+    /// [`crate::Device::copy_d2d`].
+    CopyD2D {
+        /// Source range.
+        src: DeviceRange,
+        /// Destination range.
+        dst: DeviceRange,
+    },
+    /// [`crate::Device::fill_u32`].
+    Fill {
+        /// Destination range.
+        dst: DeviceRange,
+        /// The 32-bit pattern.
+        pattern: u32,
+    },
+    /// [`crate::Device::launch`].
+    Launch {
+        /// The kernel.
+        kernel: KernelId,
+        /// Its launch shape.
+        config: LaunchConfig,
+        /// Its arguments.
+        args: Vec<KernelArg>,
+    },
+    /// Records the graph's event number `event` (numbered from 0 within
+    /// the graph) on the node's stream.
+    Record {
+        /// The event's number.
+        event: usize,
+    },
+    /// Makes the node's stream wait for the graph's event `event`, recorded
+    /// by an earlier node.
+    Wait {
+        /// The event's number.
+        event: usize,
+    },
+}
+
+/// One node of a graph: an operation on one of the graph's streams
+/// (numbered from 0). Nodes come in the order they were recorded, which
+/// is an order they may run in: a `Wait` follows its `Record`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphNode {
+    /// The graph's stream the operation runs on.
+    pub stream: usize,
+    /// The operation.
+    pub op: GraphOp,
 }
 
 /// Streams, events, memory, copies and kernels of one device.
@@ -526,6 +593,69 @@ pub trait Device: Send + Sync + 'static {
         args: &[KernelArg],
         stream: StreamId,
     ) -> Result<()>;
+
+    /// `true` when the backend builds graphs of its own
+    /// ([`Device::create_graph`]); otherwise the typed layer replays a
+    /// graph's nodes one by one on the replaying stream.
+    fn native_graphs(&self) -> bool {
+        false
+    }
+    /// Builds a graph of `nodes` that [`Device::launch_graph`] runs as one
+    /// operation. `nodes` were checked as their enqueues are (ranges,
+    /// launch shapes, kernel limits) and are not run here.
+    ///
+    /// # Safety
+    /// Every handle in `nodes` must be owned by the caller, and every range
+    /// and host address must stay valid (and, for pinned addresses, be of
+    /// this device's pinned memory) for as long as any launch of the graph
+    /// is queued; a launch then follows the rules of each node's enqueue.
+    unsafe fn create_graph(&self, nodes: &[GraphNode]) -> Result<GraphId> {
+        let _ = nodes;
+        Err(Error::new(
+            self.info().backend,
+            "create_graph",
+            ErrorKind::InvalidHandle,
+            "this backend builds no graphs of its own (native_graphs is false)",
+        ))
+    }
+    /// Replaces a graph's nodes with `nodes`, which must have the same
+    /// shape: as many nodes, each of the same kind on the same stream, with
+    /// the same kernel and launch shape and copies of the same lengths.
+    /// Only buffers, offsets, host addresses, fill patterns and scalar
+    /// arguments may differ. Launches queued before keep their nodes.
+    ///
+    /// # Safety
+    /// As [`Device::create_graph`]; `graph` must be owned by the caller.
+    unsafe fn update_graph(&self, graph: GraphId, nodes: &[GraphNode]) -> Result<()> {
+        let _ = nodes;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.destroy_graph(graph) }
+    }
+    /// Enqueues a graph on `stream` as one operation: later work on the
+    /// stream runs after all of it.
+    ///
+    /// # Safety
+    /// As [`Device::create_graph`]; `graph` and `stream` must be owned by
+    /// the caller, and no other stream may use the graph's ranges in a way
+    /// that conflicts with its nodes until the launch completes.
+    unsafe fn launch_graph(&self, graph: GraphId, stream: StreamId) -> Result<()> {
+        let _ = stream;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.destroy_graph(graph) }
+    }
+    /// Destroys a graph. Launches still queued complete first: the backend
+    /// frees the graph only after them.
+    ///
+    /// # Safety
+    /// `graph` must be owned by the caller.
+    unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
+        Err(Error::new(
+            self.info().backend,
+            "destroy_graph",
+            ErrorKind::InvalidHandle,
+            format!("graph {} was never built: this backend builds no graphs of its own", graph.0),
+        ))
+    }
 }
 
 /// Alignment every backend's pinned allocations have at least (PoCL maps

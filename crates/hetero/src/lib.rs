@@ -66,9 +66,10 @@ pub use any::{
 };
 pub use block::BlockRequest;
 pub use device::{
-    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, KernelLimits,
-    LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, PeerRange, PeerRoute, StreamFlags,
-    StreamId, UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp, KernelArg,
+    KernelId, KernelLimits, LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS, PeerRange,
+    PeerRoute, StreamFlags, StreamId, UnknownBackend, check_copy_ranges, check_fill_range, check_kernel_limits,
+    check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use select::{DeviceList, DeviceSelector};
@@ -80,8 +81,9 @@ pub use select::{DeviceList, DeviceSelector};
 pub use bytemuck::{Pod, Zeroable};
 pub use safe::{
     ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, Arg, Buffer, Completion, Context, DeviceBuffer,
-    DeviceSlice, DeviceSliceMut, Event, Kernel, KindStats, MemoryKind, Module, PinnedBuffer, PinnedSlice,
-    PinnedSliceMut, Slice, SliceMut, Stream, UserEvent,
+    DeviceSlice, DeviceSliceMut, Event, Graph, GraphArg, GraphBuffer, GraphEvent, GraphSlice, GraphStream, Kernel,
+    KindStats, MemoryKind, Module, Node, PinnedBuffer, PinnedSlice, PinnedSliceMut, Recorder, Slice, SliceMut, Stream,
+    UserEvent,
 };
 
 /// Portable kernel sources, re-exported so downstream crates need one dependency.

@@ -80,6 +80,10 @@ handle!(
     /// One kernel entry point of a module.
     KernelId
 );
+handle!(
+    /// A graph a backend built from recorded operations ([`crate::Device::create_graph`]).
+    GraphId
+);
 
 /// One kernel argument, in the order of the kernel's parameter list.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@
 //! | `host`, `opencl` | `mod.rs device.rs error.rs event.rs memory.rs module.rs stream.rs` |
 //! | `cuda` | `mod.rs compile.rs error.rs runtime.rs` |
 //! | `hip` | `mod.rs compile.rs error.rs ffi.rs runtime.rs` |
-//! | `gpu` | `mod.rs device.rs event.rs memory.rs module.rs runtime.rs stream.rs` |
+//! | `gpu` | `mod.rs device.rs event.rs graph.rs memory.rs module.rs runtime.rs stream.rs` |
 //!
 //! `host` and `opencl` implement [`crate::Device`] themselves. `gpu` is the
 //! one implementation for CUDA-like runtimes; `cuda` and `hip` hold only

@@ -419,7 +419,22 @@ fn check_split<T, K, D: Device>(buf: &Buffer<T, K, D>, mid: usize, len: usize) -
     Ok(())
 }
 
-impl<D: Device> View<'_, D> {
+impl<'a, D: Device> View<'a, D> {
+    /// `len` bytes from byte `offset` of this view, with `access`; within
+    /// the view when the caller checked the bounds.
+    pub(crate) fn part(&self, offset: usize, len: usize, access: Access) -> View<'a, D> {
+        View {
+            device: self.device,
+            alloc: self.alloc,
+            tracker: self.tracker,
+            host: self.host,
+            elem: self.elem,
+            offset: self.offset + offset,
+            len,
+            access,
+        }
+    }
+
     pub(crate) fn range(&self) -> DeviceRange {
         DeviceRange { alloc: self.alloc, offset: self.offset, len: self.len }
     }

@@ -95,6 +95,12 @@ impl<D: Device> Context<D> {
         self.device.retired_count()
     }
 
+    /// A recorder of work to replay as one operation (see [`super::Graph`]);
+    /// the buffers it binds stay borrowed for `'b`, while the graph lives.
+    pub fn recorder<'b>(&self) -> super::Recorder<'b, D> {
+        super::Recorder::new(&self.device)
+    }
+
     /// A new non-blocking stream of default priority whose events can be timed.
     pub fn stream(&self) -> Result<Stream<D>> {
         self.stream_with(StreamFlags { non_blocking: true, ..StreamFlags::default() })

@@ -61,6 +61,7 @@ mod buffer;
 mod completion;
 mod context;
 mod event;
+mod graph;
 mod module;
 mod peer;
 mod shared;
@@ -79,6 +80,7 @@ pub use buffer::{
 pub use completion::Completion;
 pub use context::Context;
 pub use event::{Event, UserEvent, Waitable};
+pub use graph::{Graph, GraphArg, GraphBuffer, GraphEvent, GraphSlice, GraphStream, Node, Recorder};
 pub use module::{Kernel, Module};
 pub use stream::{Arg, CopyKind, Stream};
 

@@ -105,18 +105,34 @@ pub struct StructArg {
     pub(crate) align: usize,
 }
 
+impl StructArg {
+    /// The struct argument of `value`.
+    pub(crate) fn of<T: Pod>(value: &T) -> Self {
+        StructArg {
+            bytes: ArgBytes::of(value),
+            rust: std::any::type_name::<T>(),
+            size: std::mem::size_of::<T>(),
+            align: std::mem::align_of::<T>(),
+        }
+    }
+
+    /// The raw argument: its bytes, or an error when it is too large to
+    /// pass (launch checks refuse those first).
+    pub(crate) fn raw(&self, backend: Backend) -> Result<KernelArg> {
+        match &self.bytes {
+            Some(bytes) => Ok(KernelArg::Bytes(bytes.clone())),
+            None => Err(Error::new(backend, "launch", ErrorKind::InvalidLaunch, "struct argument too large")),
+        }
+    }
+}
+
 impl<D: Device> Arg<'_, D> {
     /// A `#[repr(C)]` plain-data struct passed by value, for a kernel
     /// parameter of a struct type the source defines. The launch checks its
     /// size and alignment against the source's definition where the source
     /// defines it with scalar fields; at most [`ArgBytes::MAX`] bytes.
     pub fn value<T: Pod>(value: &T) -> Self {
-        Arg::Struct(StructArg {
-            bytes: ArgBytes::of(value),
-            rust: std::any::type_name::<T>(),
-            size: std::mem::size_of::<T>(),
-            align: std::mem::align_of::<T>(),
-        })
+        Arg::Struct(StructArg::of(value))
     }
 }
 
@@ -251,7 +267,7 @@ impl<D: Device> Stream<D> {
     /// stream is synchronised before the error returns, so the untracked
     /// work has finished (or can never run) before anyone can free or
     /// touch its memory.
-    fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
+    pub(super) fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
         let mut held = self.wait_for(views)?;
         // One operation of this stream at a time from enqueue to record, so
         // that marks reach the trackers in stream order (a later mark stands
@@ -505,17 +521,7 @@ impl<D: Device> Stream<D> {
                 }
                 Arg::Scalar(s) => s.clone(),
                 // `check_args` refused structs without bytes already.
-                Arg::Struct(s) => match &s.bytes {
-                    Some(bytes) => KernelArg::Bytes(bytes.clone()),
-                    None => {
-                        return Err(Error::new(
-                            self.backend(),
-                            "launch",
-                            ErrorKind::InvalidLaunch,
-                            "struct argument too large",
-                        ));
-                    }
-                },
+                Arg::Struct(s) => s.raw(self.backend())?,
             });
         }
         self.tracked(&views, || {

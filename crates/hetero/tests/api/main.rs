@@ -6,6 +6,7 @@
 mod allocator;
 mod bad_input;
 mod completion;
+mod graphs;
 mod limits;
 mod peer;
 mod semantics;
@@ -25,7 +26,7 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{allocator, bad_input, completion, context, limits, peer, semantics, user_kernels};
+            use super::{allocator, bad_input, completion, context, graphs, limits, peer, semantics, user_kernels};
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -82,6 +83,15 @@ macro_rules! backend_tests {
             #[case::blocking_copy_shared_stream(semantics::enqueue_is_not_held_by_a_blocking_copy)]
             #[case::kernel_limits(limits::kernels_run_at_the_block_size_their_limits_allow)]
             #[case::events_before_synchronize(limits::events_before_a_synchronize_have_completed)]
+            #[case::graph_replays(graphs::replays_run_the_recorded_work_with_changed_arguments)]
+            #[case::graph_streams(graphs::graph_streams_are_ordered_by_graph_events)]
+            #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]
+            #[case::graph_ordering(graphs::replays_are_ordered_against_streams_outside_the_graph)]
+            #[case::graph_drop_queued(graphs::dropping_a_graph_with_replays_queued)]
+            #[case::graph_recording_errors(graphs::recording_errors_end_the_recording)]
+            #[case::graph_changes_refused(graphs::graph_changes_that_do_not_fit_are_refused)]
+            #[case::graph_other_device(graphs::graphs_of_another_device_are_refused)]
+            #[case::graph_fault_sticky(graphs::a_fault_in_a_replay_is_sticky)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

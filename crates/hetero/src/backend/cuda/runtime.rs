@@ -39,6 +39,11 @@ pub(crate) const DRIVER_SYMBOLS: &[(&str, Option<&str>)] = &[
     ("cuEventRecord", None),
     ("cuEventSynchronize", None),
     ("cuFuncGetAttribute", None),
+    ("cuGraphDestroy", None),
+    ("cuGraphExecDestroy", None),
+    ("cuGraphExecUpdate_v2", None),
+    ("cuGraphInstantiateWithFlags", None),
+    ("cuGraphLaunch", None),
     ("cuInit", None),
     ("cuLaunchKernel", None),
     ("cuMemAllocAsync", None),
@@ -56,8 +61,10 @@ pub(crate) const DRIVER_SYMBOLS: &[(&str, Option<&str>)] = &[
     ("cuMemsetD32Async", None),
     ("cuModuleGetFunction", None),
     ("cuModuleLoadData", None),
+    ("cuStreamBeginCapture_v2", None),
     ("cuStreamCreateWithPriority", None),
     ("cuStreamDestroy_v2", None),
+    ("cuStreamEndCapture", None),
     ("cuStreamQuery", None),
     ("cuStreamSynchronize", None),
     ("cuStreamWaitEvent", None),
@@ -242,6 +249,11 @@ impl Runtime for Cuda {
     type Module = sys::CUmodule;
     type Function = sys::CUfunction;
     type Ptr = sys::CUdeviceptr;
+    type Graph = sys::CUgraph;
+    type GraphExec = sys::CUgraphExec;
+    /// `cuGraphExecDestroy` frees a graph in flight once it completes, and
+    /// an update "only affect[s] future launches" (CUDA driver API reference).
+    const GRAPHS_OUTLIVE_LAUNCHES: bool = true;
 
     fn module_cache() -> &'static ModuleCache<Self> {
         &MODULES
@@ -587,6 +599,53 @@ impl Runtime for Cuda {
             u32::try_from(attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?).unwrap_or(0),
             usize::try_from(attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?).unwrap_or(0),
         ))
+    }
+
+    unsafe fn capture_begin(&self, stream: sys::CUstream) -> Result<()> {
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: the caller's contract (a live stream of the current device).
+        check("cuStreamBeginCapture_v2", unsafe { sys::cuStreamBeginCapture_v2(stream, mode) })
+    }
+
+    unsafe fn capture_end(&self, stream: sys::CUstream) -> Result<sys::CUgraph> {
+        let mut graph: sys::CUgraph = std::ptr::null_mut();
+        // SAFETY: graph is a valid out-pointer; the caller's contract.
+        check("cuStreamEndCapture", unsafe { sys::cuStreamEndCapture(stream, &mut graph) })?;
+        Ok(graph)
+    }
+
+    unsafe fn graph_instantiate(&self, graph: sys::CUgraph) -> Result<sys::CUgraphExec> {
+        let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+        // SAFETY: exec is a valid out-pointer; the caller's contract.
+        check("cuGraphInstantiateWithFlags", unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) })?;
+        Ok(exec)
+    }
+
+    unsafe fn graph_exec_update(&self, exec: sys::CUgraphExec, graph: sys::CUgraph) -> Result<bool> {
+        // SAFETY: all-zero is a valid value of this plain C struct (an enum
+        // whose zero is SUCCESS, and null node handles).
+        let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { std::mem::zeroed() };
+        // SAFETY: info is a valid out-pointer; the caller's contract.
+        match unsafe { sys::cuGraphExecUpdate_v2(exec, graph, &mut info) } {
+            sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE => Ok(false),
+            other => check("cuGraphExecUpdate_v2", other).map(|()| true),
+        }
+    }
+
+    unsafe fn graph_launch(&self, exec: sys::CUgraphExec, stream: sys::CUstream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, stream) })
+    }
+
+    unsafe fn graph_destroy(&self, graph: sys::CUgraph) {
+        // SAFETY: the caller's contract (destroyed once).
+        let _ = unsafe { sys::cuGraphDestroy(graph) };
+    }
+
+    unsafe fn graph_exec_destroy(&self, exec: sys::CUgraphExec) {
+        // SAFETY: the caller's contract (destroyed once; launches in flight
+        // complete first, see GRAPHS_OUTLIVE_LAUNCHES).
+        let _ = unsafe { sys::cuGraphExecDestroy(exec) };
     }
 
     unsafe fn launch(

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use smallvec::SmallVec;
 
 use super::event::{GateWord, GpuEvent};
+use super::graph::GpuGraph;
 use super::memory::{GpuMemory, Place};
 use super::module::{self, GpuKernel, GpuModule};
 use super::runtime::{Attribute, Runtime};
@@ -17,8 +18,9 @@ use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
 use crate::device::KernelLimits;
 use crate::device::{
-    AllocId, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig, ModuleId,
-    StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
+    AllocId, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, INLINE_ARGS, KernelArg, KernelId,
+    LaunchConfig, ModuleId, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits,
+    check_range,
 };
 use crate::device::{PeerRange, PeerRoute};
 use crate::error::{Error, ErrorKind, Result};
@@ -41,6 +43,7 @@ pub struct GpuDevice<R: Runtime> {
     allocs: Allocations<GpuMemory<R>>,
     modules: Handles<GpuModule<R>>,
     kernels: Handles<GpuKernel<R>>,
+    graphs: Handles<GpuGraph<R>>,
     /// The route to each peer device asked for so far, by its
     /// [`Runtime::device_key`] (peer access is enabled once).
     peer_routes: Mutex<Vec<(i64, PeerRoute)>>,
@@ -110,6 +113,7 @@ impl<R: Runtime> GpuDevice<R> {
             allocs: Allocations::new(b),
             modules: Handles::new(b, "module"),
             kernels: Handles::new(b, "kernel"),
+            graphs: Handles::new(b, "graph"),
             peer_routes: Mutex::new(Vec::new()),
         })
     }
@@ -145,6 +149,21 @@ impl<R: Runtime> GpuDevice<R> {
     /// stream in use).
     fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
         self.streams.get(call, id.0)
+    }
+
+    /// [`Self::stream`], for the graph module.
+    pub(super) fn stream_of(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
+        self.stream(call, id)
+    }
+
+    /// The runtime's calls.
+    pub(super) fn runtime(&self) -> &R {
+        &self.runtime
+    }
+
+    /// The runtime, for objects that outlive a call.
+    pub(super) fn runtime_arc(&self) -> &Arc<R> {
+        &self.runtime
     }
 
     /// The device address of a checked range of device memory.
@@ -255,6 +274,7 @@ impl<R: Runtime> Drop for GpuDevice<R> {
         for event in &events {
             event.open();
         }
+        let graphs = self.graphs.take_all();
         let streams = self.streams.take_all();
         if self.enter().is_ok() {
             // Wait for this device's own streams only: with its gates open
@@ -264,6 +284,8 @@ impl<R: Runtime> Drop for GpuDevice<R> {
                 // SAFETY: a live stream of this device, which is current.
                 let _ = unsafe { self.runtime.stream_synchronize(stream.raw) };
             }
+            // Executables go before the memory their nodes use.
+            drop(graphs);
             let pool = self.pool();
             for mem in self.allocs.take_all() {
                 // Allocations the typed layer retired while still in use.
@@ -631,5 +653,35 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // SAFETY: the caller's contract, passed on; the kernel stays live
         // for the call (the contract of `launch`), and so does its function.
         unsafe { self.launch_function(function, config, args, stream) }
+    }
+
+    fn native_graphs(&self) -> bool {
+        true
+    }
+
+    unsafe fn create_graph(&self, nodes: &[GraphNode]) -> Result<GraphId> {
+        self.enter()?;
+        // SAFETY: the caller's contract.
+        let graph = self.check(unsafe { self.build_graph(nodes) })?;
+        Ok(GraphId(self.graphs.insert(graph)))
+    }
+
+    unsafe fn update_graph(&self, graph: GraphId, nodes: &[GraphNode]) -> Result<()> {
+        self.enter()?;
+        let graph = self.graphs.get("update_graph", graph.0)?;
+        // SAFETY: the caller's contract.
+        self.check(unsafe { self.rebuild_graph(&graph, nodes) })
+    }
+
+    unsafe fn launch_graph(&self, graph: GraphId, stream: StreamId) -> Result<()> {
+        self.enter()?;
+        let held = self.stream("launch_graph", stream)?;
+        let graph = self.graphs.get("launch_graph", graph.0)?;
+        self.check(graph.launch(&held))
+    }
+
+    unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
+        // Dropped here or by the last launch or update holding it.
+        self.graphs.remove("destroy_graph", graph.0).map(drop)
     }
 }

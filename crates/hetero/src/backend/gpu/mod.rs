@@ -12,6 +12,7 @@
 
 mod device;
 mod event;
+mod graph;
 mod memory;
 pub(crate) mod module;
 mod runtime;

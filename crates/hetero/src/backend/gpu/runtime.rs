@@ -76,6 +76,14 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     type Function: Copy + 'static;
     /// A device address.
     type Ptr: Copy + 'static;
+    /// A graph as stream capture made it (`CUgraph`, `hipGraph_t`).
+    type Graph: Copy + 'static;
+    /// An instantiated graph (`CUgraphExec`, `hipGraphExec_t`).
+    type GraphExec: Copy + 'static;
+    /// Whether the runtime documents that destroying or updating an
+    /// instantiated graph leaves launches already queued as they were
+    /// (CUDA does; HIP states nothing, so the device waits for them first).
+    const GRAPHS_OUTLIVE_LAUNCHES: bool;
 
     /// The process-wide cache of built modules of this runtime.
     fn module_cache() -> &'static super::module::ModuleCache<Self>;
@@ -174,6 +182,23 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn module_function(&self, module: Self::Module, name: &CStr) -> Result<Self::Function>;
     /// The kernel's largest block and its static shared memory in bytes.
     unsafe fn function_limits(&self, function: Self::Function) -> Result<(u32, usize)>;
+    /// Starts capturing `stream`'s enqueues into a graph (relaxed mode:
+    /// other threads' calls go on as usual).
+    unsafe fn capture_begin(&self, stream: Self::Stream) -> Result<()>;
+    /// Ends the capture begun on `stream`, returning the graph; the stream
+    /// is no longer capturing afterwards, also on error.
+    unsafe fn capture_end(&self, stream: Self::Stream) -> Result<Self::Graph>;
+    /// Instantiates a captured graph.
+    unsafe fn graph_instantiate(&self, graph: Self::Graph) -> Result<Self::GraphExec>;
+    /// Updates an instantiated graph to `graph`'s parameters; `false` when
+    /// the runtime refuses (another topology), leaving `exec` as it was.
+    unsafe fn graph_exec_update(&self, exec: Self::GraphExec, graph: Self::Graph) -> Result<bool>;
+    /// Enqueues an instantiated graph.
+    unsafe fn graph_launch(&self, exec: Self::GraphExec, stream: Self::Stream) -> Result<()>;
+    /// Destroys a captured graph.
+    unsafe fn graph_destroy(&self, graph: Self::Graph);
+    /// Destroys an instantiated graph.
+    unsafe fn graph_exec_destroy(&self, exec: Self::GraphExec);
     /// Enqueues a launch; `params` points to one pointer per argument.
     unsafe fn launch(
         &self,

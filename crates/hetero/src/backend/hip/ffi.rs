@@ -133,6 +133,18 @@ functions! {
         stream: hipStream_t,
     ) -> hipError_t, else NO_HIP;
     hipMemsetD32Async(dst: hipDeviceptr_t, value: c_int, count: usize, stream: hipStream_t) -> hipError_t, else NO_HIP;
+    hipStreamBeginCapture(stream: hipStream_t, mode: hipStreamCaptureMode) -> hipError_t, else NO_HIP;
+    hipStreamEndCapture(stream: hipStream_t, graph: *mut hipGraph_t) -> hipError_t, else NO_HIP;
+    hipGraphInstantiateWithFlags(exec: *mut hipGraphExec_t, graph: hipGraph_t, flags: u64) -> hipError_t, else NO_HIP;
+    hipGraphExecUpdate(
+        exec: hipGraphExec_t,
+        graph: hipGraph_t,
+        error_node: *mut hipGraphNode_t,
+        result: *mut hipGraphExecUpdateResult,
+    ) -> hipError_t, else NO_HIP;
+    hipGraphLaunch(exec: hipGraphExec_t, stream: hipStream_t) -> hipError_t, else NO_HIP;
+    hipGraphDestroy(graph: hipGraph_t) -> hipError_t, else NO_HIP;
+    hipGraphExecDestroy(exec: hipGraphExec_t) -> hipError_t, else NO_HIP;
     hipModuleLoadData(module: *mut hipModule_t, image: *const c_void) -> hipError_t, else NO_HIP;
     hipModuleGetFunction(function: *mut hipFunction_t, module: hipModule_t, name: *const c_char) -> hipError_t, else NO_HIP;
     hipFuncGetAttribute(value: *mut c_int, attribute: hipFunction_attribute, function: hipFunction_t) -> hipError_t, else NO_HIP;

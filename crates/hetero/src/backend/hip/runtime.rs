@@ -51,6 +51,10 @@ impl Runtime for Hip {
     type Module = hip::hipModule_t;
     type Function = hip::hipFunction_t;
     type Ptr = hip::hipDeviceptr_t;
+    type Graph = hip::hipGraph_t;
+    type GraphExec = hip::hipGraphExec_t;
+    /// HIP documents neither destroying nor updating a graph in flight.
+    const GRAPHS_OUTLIVE_LAUNCHES: bool = false;
 
     fn module_cache() -> &'static ModuleCache<Self> {
         &MODULES
@@ -394,6 +398,51 @@ impl Runtime for Hip {
             u32::try_from(attribute(hip::hipFunction_attribute_HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?).unwrap_or(0),
             usize::try_from(attribute(hip::hipFunction_attribute_HIP_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?).unwrap_or(0),
         ))
+    }
+
+    unsafe fn capture_begin(&self, stream: hip::hipStream_t) -> Result<()> {
+        let mode = hip::hipStreamCaptureMode_hipStreamCaptureModeRelaxed;
+        // SAFETY: the caller's contract (a live stream of the current device).
+        check("hipStreamBeginCapture", unsafe { hip::hipStreamBeginCapture(stream, mode) })
+    }
+
+    unsafe fn capture_end(&self, stream: hip::hipStream_t) -> Result<hip::hipGraph_t> {
+        let mut graph: hip::hipGraph_t = std::ptr::null_mut();
+        // SAFETY: graph is a valid out-pointer; the caller's contract.
+        check("hipStreamEndCapture", unsafe { hip::hipStreamEndCapture(stream, &mut graph) })?;
+        Ok(graph)
+    }
+
+    unsafe fn graph_instantiate(&self, graph: hip::hipGraph_t) -> Result<hip::hipGraphExec_t> {
+        let mut exec: hip::hipGraphExec_t = std::ptr::null_mut();
+        // SAFETY: exec is a valid out-pointer; the caller's contract.
+        check("hipGraphInstantiateWithFlags", unsafe { hip::hipGraphInstantiateWithFlags(&mut exec, graph, 0) })?;
+        Ok(exec)
+    }
+
+    unsafe fn graph_exec_update(&self, exec: hip::hipGraphExec_t, graph: hip::hipGraph_t) -> Result<bool> {
+        let mut node: hip::hipGraphNode_t = std::ptr::null_mut();
+        let mut result: hip::hipGraphExecUpdateResult = 0;
+        // SAFETY: node and result are valid out-pointers; the caller's contract.
+        match unsafe { hip::hipGraphExecUpdate(exec, graph, &mut node, &mut result) } {
+            hip::hipError_t_hipErrorGraphExecUpdateFailure => Ok(false),
+            other => check("hipGraphExecUpdate", other).map(|()| true),
+        }
+    }
+
+    unsafe fn graph_launch(&self, exec: hip::hipGraphExec_t, stream: hip::hipStream_t) -> Result<()> {
+        // SAFETY: the caller's contract.
+        check("hipGraphLaunch", unsafe { hip::hipGraphLaunch(exec, stream) })
+    }
+
+    unsafe fn graph_destroy(&self, graph: hip::hipGraph_t) {
+        // SAFETY: the caller's contract (destroyed once).
+        let _ = unsafe { hip::hipGraphDestroy(graph) };
+    }
+
+    unsafe fn graph_exec_destroy(&self, exec: hip::hipGraphExec_t) {
+        // SAFETY: the caller's contract (destroyed once, no launch in flight).
+        let _ = unsafe { hip::hipGraphExecDestroy(exec) };
     }
 
     unsafe fn launch(
