@@ -618,11 +618,12 @@ pub trait Device: Send + Sync + 'static {
             "this backend builds no graphs of its own (native_graphs is false)",
         ))
     }
-    /// Replaces a graph's nodes with `nodes`, which must have the same
-    /// shape: as many nodes, each of the same kind on the same stream, with
-    /// the same kernel and launch shape and copies of the same lengths.
-    /// Only buffers, offsets, host addresses, fill patterns and scalar
-    /// arguments may differ. Launches queued before keep their nodes.
+    /// Replaces a graph's nodes with `nodes`: as many nodes, each of the
+    /// same kind on the same stream, with the same kernel. Buffers,
+    /// offsets, host addresses, lengths, fill patterns, launch shapes and
+    /// scalar arguments may differ (where the backend cannot update its
+    /// graph in place, it builds it anew). Launches queued before keep
+    /// their nodes.
     ///
     /// # Safety
     /// As [`Device::create_graph`]; `graph` must be owned by the caller.

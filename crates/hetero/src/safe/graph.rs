@@ -333,6 +333,50 @@ fn foreign(backend: crate::Backend, what: &str) -> Error {
     )
 }
 
+/// Checks a use of a bound buffer: of the recording tagged `tag`, and
+/// written only where bound writable.
+fn check_use<D: Device>(backend: crate::Backend, tag: u64, slots: &[Slot<D>], u: Use, what: &str) -> Result<()> {
+    let slot = match slots.get(u.slot) {
+        Some(slot) if u.tag == tag => slot,
+        _ => return Err(foreign(backend, "buffer")),
+    };
+    if u.write && !slot.writable {
+        return Err(Error::new(
+            backend,
+            "record",
+            ErrorKind::InvalidLaunch,
+            format!("{what} writes a buffer bound read-only; bind it with `bind_mut`"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a copy's two sides: bound buffers of the recording, equal
+/// lengths, no overlap; returns them as read and written.
+fn copy_uses<D: Device>(
+    backend: crate::Backend,
+    tag: u64,
+    slots: &[Slot<D>],
+    mut src: Use,
+    mut dst: Use,
+) -> Result<(Use, Use)> {
+    (src.write, dst.write) = (false, true);
+    check_use(backend, tag, slots, src, "a copy")?;
+    check_use(backend, tag, slots, dst, "a copy")?;
+    if src.len != dst.len {
+        return Err(Error::new(
+            backend,
+            "copy",
+            ErrorKind::OutOfBounds,
+            format!("source has {} bytes but destination has {}", src.len, dst.len),
+        ));
+    }
+    if src.slot == dst.slot && src.offset < dst.offset + dst.len && dst.offset < src.offset + src.len {
+        return Err(Error::new(backend, "copy", ErrorKind::OutOfBounds, "a copy's source and destination overlap"));
+    }
+    Ok((src, dst))
+}
+
 impl<'b, D: Device> Recorder<'b, D> {
     pub(crate) fn new(device: &Arc<Shared<D>>) -> Self {
         Self {
@@ -400,23 +444,8 @@ impl<'b, D: Device> Recorder<'b, D> {
         GraphStream { tag: self.tag, index: self.streams - 1 }
     }
 
-    /// Checks a use of a bound buffer: of this recording, and written
-    /// only where bound writable.
     fn check_use(&self, u: Use, what: &str) -> Result<()> {
-        let backend = self.device.info().backend;
-        let slot = match self.slots.get(u.slot) {
-            Some(slot) if u.tag == self.tag => slot,
-            _ => return Err(foreign(backend, "buffer")),
-        };
-        if u.write && !slot.writable {
-            return Err(Error::new(
-                backend,
-                "record",
-                ErrorKind::InvalidLaunch,
-                format!("{what} writes a buffer bound read-only; bind it with `bind_mut`"),
-            ));
-        }
-        Ok(())
+        check_use(self.device.info().backend, self.tag, &self.slots, u, what)
     }
 
     fn check_stream(&self, s: GraphStream) -> Result<usize> {
@@ -427,38 +456,20 @@ impl<'b, D: Device> Recorder<'b, D> {
     }
 
     /// Records a copy between equal-length slices of bound buffers: pinned
-    /// to device, device to pinned, or device to device.
+    /// to device, device to pinned, or device to device; returns the node,
+    /// for [`Graph::set_copy`].
     pub fn copy<T: Pod, KS: CopyKind<KD>, KD: 'static>(
         &mut self,
         stream: GraphStream,
         src: impl Into<GraphSlice<T, KS>>,
         dst: impl Into<GraphSlice<T, KD>>,
-    ) -> Result<()> {
-        let (src, dst) = (src.into(), dst.into());
+    ) -> Result<Node> {
+        let (src, dst) = (src.into().bytes(), dst.into().bytes());
         self.step(|rec| {
             let stream = rec.check_stream(stream)?;
-            let (mut src, mut dst) = (src.bytes(), dst.bytes());
-            (src.write, dst.write) = (false, true);
-            rec.check_use(src, "a copy")?;
-            rec.check_use(dst, "a copy")?;
-            if src.len != dst.len {
-                return Err(Error::new(
-                    rec.device.info().backend,
-                    "copy",
-                    ErrorKind::OutOfBounds,
-                    format!("source has {} bytes but destination has {}", src.len, dst.len),
-                ));
-            }
-            if src.slot == dst.slot && src.offset < dst.offset + dst.len && dst.offset < src.offset + src.len {
-                return Err(Error::new(
-                    rec.device.info().backend,
-                    "copy",
-                    ErrorKind::OutOfBounds,
-                    "a copy's source and destination overlap",
-                ));
-            }
+            let (src, dst) = copy_uses(rec.device.info().backend, rec.tag, &rec.slots, src, dst)?;
             rec.steps.push(Step { stream, op: Op::Copy { src, dst } });
-            Ok(())
+            Ok(Node { tag: rec.tag, index: rec.steps.len() - 1 })
         })
     }
 
@@ -826,6 +837,57 @@ impl<'b, D: Device> Graph<'b, D> {
         check_launch(&self.slots, kernel, &new_args)?;
         if let Step { op: Op::Launch { args, .. }, .. } = &mut self.steps[at] {
             *args = new_args;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Changes a recorded copy (a node [`Recorder::copy`] returned) for
+    /// later replays: other slices, of equal length (which may differ from
+    /// the recorded one), of bound buffers of the same kinds (pinned or
+    /// device) as the recorded ones.
+    pub fn set_copy<T: Pod, KS: CopyKind<KD>, KD: 'static>(
+        &mut self,
+        node: Node,
+        src: impl Into<GraphSlice<T, KS>>,
+        dst: impl Into<GraphSlice<T, KD>>,
+    ) -> Result<()> {
+        let backend = self.device.info().backend;
+        let (src, dst) = copy_uses(backend, self.tag, &self.slots, src.into().bytes(), dst.into().bytes())?;
+        let old = match self.steps.get(node.index) {
+            Some(Step { op: Op::Copy { src, dst }, .. }) if node.tag == self.tag => (*src, *dst),
+            _ => {
+                return Err(Error::new(
+                    backend,
+                    "set_copy",
+                    ErrorKind::InvalidHandle,
+                    "the node is not a copy of this graph",
+                ));
+            }
+        };
+        let pinned = |u: Use| self.slots[u.slot].pinned;
+        if (pinned(src), pinned(dst)) != (pinned(old.0), pinned(old.1)) {
+            return Err(Error::new(
+                backend,
+                "set_copy",
+                ErrorKind::InvalidHandle,
+                "a copy keeps its direction: give slices of the same memory kinds as recorded",
+            ));
+        }
+        self.steps[node.index].op = Op::Copy { src, dst };
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// Changes a recorded launch's shape for later replays, checked as
+    /// when recorded.
+    pub fn set_config(&mut self, node: Node, config: LaunchConfig) -> Result<()> {
+        let at = self.check_node(node)?;
+        let info = self.device.info();
+        if let Step { op: Op::Launch { kernel, config: recorded, .. }, .. } = &mut self.steps[at] {
+            config.validate(info, "launch")?;
+            check_kernel_limits(info, kernel.name(), &config, &kernel.limits())?;
+            *recorded = config;
         }
         self.dirty = true;
         Ok(())

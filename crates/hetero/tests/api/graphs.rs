@@ -347,3 +347,61 @@ pub fn a_fault_in_a_replay_is_sticky(ctx: &Context) {
     let again = graph.replay(&stream).and_then(|()| stream.synchronize());
     assert_eq!(kind(again), ErrorKind::KernelFault, "the fault is sticky");
 }
+
+/// A graph's copies move to other ranges, of other lengths, and its
+/// launch shapes change between replays: one graph serves batches of
+/// several sizes at several places (what pull's graph variants do).
+pub fn copies_and_shapes_change_between_replays(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let start: Vec<u32> = (0..192).collect();
+    let input = ctx.pinned_from_slice(&start).unwrap();
+    let mut x = ctx.alloc::<u32>(64).unwrap();
+    let mut y = ctx.alloc::<u32>(64).unwrap();
+    let mut out = ctx.pinned_from_slice(&[0u32; 192]).unwrap();
+    let mut rec = ctx.recorder();
+    let (gin, gx, gy, gout) = (
+        rec.bind(&input).unwrap(),
+        rec.bind_mut(&mut x).unwrap(),
+        rec.bind_mut(&mut y).unwrap(),
+        rec.bind_mut(&mut out).unwrap(),
+    );
+    let s = rec.stream();
+    let copy_in = rec.copy(s, gin.slice(..64).unwrap(), gx).unwrap();
+    let launch = record_affine(&mut rec, s, &kernel, gx, 2, 0).unwrap();
+    let copy_out = rec.copy(s, gx, gout.slice(..64).unwrap()).unwrap();
+    let mut graph = rec.finish().unwrap();
+    let threads = kernel.block_size(BlockRequest::new(64));
+    for k in 0..3 {
+        let len = 64 - 16 * k;
+        let (from, to) = (64 * k, 64 * k + len);
+        graph.set_copy(copy_in, gin.slice(from..to).unwrap(), gx.slice_mut(..len).unwrap()).unwrap();
+        graph.set_copy(copy_out, gx.slice(..len).unwrap(), gout.slice_mut(from..to).unwrap()).unwrap();
+        graph.set_config(launch, LaunchConfig::covering([len as u32, 1, 1], [threads, 1, 1], 0)).unwrap();
+        // SAFETY: affine_u32 touches x[0..len), within x.
+        unsafe { graph.set_arg(launch, 1, len as u32) }.unwrap();
+        graph.replay(&stream).unwrap();
+    }
+    // A copy keeps its direction and its two lengths equal.
+    assert_eq!(kind(graph.set_copy(copy_in, gy, gx)), ErrorKind::InvalidHandle);
+    assert_eq!(
+        kind(graph.set_copy(copy_in, gin.slice(..8).unwrap(), gx.slice_mut(..9).unwrap())),
+        ErrorKind::OutOfBounds
+    );
+    assert_eq!(
+        kind(graph.set_copy(launch, gin.slice(..8).unwrap(), gx.slice_mut(..8).unwrap())),
+        ErrorKind::InvalidHandle
+    );
+    let huge = LaunchConfig::linear(1, ctx.info().max_threads_per_block + 1, 0);
+    assert_eq!(kind(graph.set_config(launch, huge)), ErrorKind::InvalidLaunch);
+    graph.replay(&stream).unwrap();
+    let got = graph.get(gout).unwrap().host_slice().unwrap().to_vec();
+    let mut expect = vec![0u32; 192];
+    for k in 0..3usize {
+        let len = 64 - 16 * k;
+        for i in 64 * k..64 * k + len {
+            expect[i] = 2 * start[i];
+        }
+    }
+    assert_eq!(got, expect);
+}

@@ -92,6 +92,7 @@ macro_rules! backend_tests {
             #[case::graph_changes_refused(graphs::graph_changes_that_do_not_fit_are_refused)]
             #[case::graph_other_device(graphs::graphs_of_another_device_are_refused)]
             #[case::graph_fault_sticky(graphs::a_fault_in_a_replay_is_sticky)]
+            #[case::graph_copies_and_shapes(graphs::copies_and_shapes_change_between_replays)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);
