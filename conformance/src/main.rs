@@ -86,6 +86,11 @@ struct Cli {
     /// its completion without blocking their thread. 0 runs none.
     #[arg(long, value_delimiter = ',', default_value = "4", value_parser = clap::value_parser!(u16).range(0..=64))]
     pull_framework: Vec<u16>,
+    /// Lane counts of the graph pull variants, comma-separated: each lane replays one recorded graph
+    /// per batch (copies in, scan, pull, copy out), with its copies and arguments set for the batch.
+    /// 0 runs none.
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = clap::value_parser!(u16).range(0..=64))]
+    pull_graphs: Vec<u16>,
     /// Print each device's allocator statistics after its run.
     #[arg(long, short)]
     verbose: bool,
@@ -139,6 +144,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
         pull_threads: cli.pull_threads.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
         pull_framework: cli.pull_framework.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
+        pull_graphs: cli.pull_graphs.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
         pull_pageable: cli.pull_pageable,
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),

@@ -105,6 +105,9 @@ pub struct Tuning {
     /// Host-thread counts of the framework-style pull variants: a pool of
     /// threads whose tasks allocate per batch and await its completion.
     pub pull_framework: Vec<usize>,
+    /// Lane counts of the graph pull variants: each lane replays one graph
+    /// per batch, its copies and arguments set for the batch.
+    pub pull_graphs: Vec<usize>,
     /// Also stage pull's inputs from pageable memory (blocking copies), as
     /// extra variants to compare with pinned staging.
     pub pull_pageable: bool,
@@ -120,6 +123,7 @@ impl Default for Tuning {
             pull_streams: vec![1, 4],
             pull_threads: vec![4],
             pull_framework: vec![4],
+            pull_graphs: vec![1, 4],
             pull_pageable: false,
             wave_grid: None,
             wave_snapshot_every: None,

@@ -21,10 +21,14 @@
 use std::f64::consts::PI;
 use std::time::Instant;
 
-use hetero::{BlockRequest, Context, DeviceBuffer, Event, Kernel, LaunchConfig, PinnedBuffer, Stream};
+use hetero::safe::OnDevice;
+use hetero::{
+    BlockRequest, Context, Device, DeviceBuffer, Event, Graph, GraphBuffer, Kernel, LaunchConfig, Node, PinnedBuffer,
+    Stream,
+};
 use rand::Rng;
 
-use super::scan::ScanPlan;
+use super::scan::{ScanNodes, ScanPlan};
 use super::{Env, Failure, Outcome, Size, Workload};
 use crate::check::{elementwise, gamma, tree_depth};
 use crate::inputs;
@@ -172,134 +176,155 @@ pub fn reference(c: &Collisions, threads: u32) -> (Vec<f64>, Vec<f64>) {
 
 /// Where a batch's inputs are copied from.
 enum Staging<'a> {
-    /// Sub-ranges of pinned buffers: asynchronous copies.
+    /// Packed in pinned memory: two asynchronous copies per batch.
     Pinned(&'a Staged),
     /// The generated vectors themselves: pageable memory, blocking copies.
     Pageable(&'a Collisions),
 }
 
-/// Pinned staging of every event's inputs.
-struct Staged {
-    counts: PinnedBuffer<u32>,
-    jet: [PinnedBuffer<f32>; 3],
-    constituent: [PinnedBuffer<f32>; 3],
+/// Floats each packed array starts on a multiple of: 1 KiB, so a kernel
+/// argument at the array's start meets every device's sub-buffer alignment
+/// (OpenCL's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`, 4096 bits on NVIDIA).
+pub const PACK_ALIGN: usize = 256;
+
+/// Where a batch's six float arrays lie in its packed region (in floats
+/// from the region's start): jet pT, eta, phi, then constituent pT, eta,
+/// phi, each starting on [`PACK_ALIGN`]; and the region's length.
+pub fn layout(e: &EventRange) -> ([usize; 6], usize) {
+    let (j, c) = (e.jets.next_multiple_of(PACK_ALIGN), e.constituents.next_multiple_of(PACK_ALIGN));
+    ([0, j, 2 * j, 3 * j, 3 * j + c, 3 * j + 2 * c], 3 * j + 3 * c)
 }
 
-/// One stream with device buffers for the largest event and pinned output.
-struct Lane {
-    stream: Stream,
+/// Every batch's packed region one after another, and where each starts.
+pub fn pack(c: &Collisions, batches: &[EventRange]) -> (Vec<f32>, Vec<usize>) {
+    let total = batches.iter().map(|e| layout(e).1).sum();
+    let (mut packed, mut starts) = (vec![0.0f32; total], Vec::with_capacity(batches.len()));
+    let mut base = 0;
+    for e in batches {
+        let (at, len) = layout(e);
+        let jets = e.first_jet..e.first_jet + e.jets;
+        let consts = e.first_constituent..e.first_constituent + e.constituents;
+        for k in 0..3 {
+            packed[base + at[k]..][..e.jets].copy_from_slice(&c.jet[k][jets.clone()]);
+            packed[base + at[3 + k]..][..e.constituents].copy_from_slice(&c.constituent[k][consts.clone()]);
+        }
+        starts.push(base);
+        base += len;
+    }
+    (packed, starts)
+}
+
+/// Pinned staging of every batch's inputs: the per-jet counts as they are
+/// (a batch's are consecutive) and the batch's floats packed
+/// ([`pack`]), so that a batch arrives in two copies.
+struct Staged {
+    counts: PinnedBuffer<u32>,
+    packed: PinnedBuffer<f32>,
+    /// Where each batch's packed region starts.
+    starts: Vec<usize>,
+}
+
+/// Device buffers of one lane, for the largest batch, and its pinned output.
+struct Buffers {
     counts: DeviceBuffer<u32>,
     offsets: DeviceBuffer<u32>,
-    jet: [DeviceBuffer<f32>; 3],
-    constituent: [DeviceBuffer<f32>; 3],
+    packed: DeviceBuffer<f32>,
     pull: DeviceBuffer<f32>,
     scan: ScanPlan,
     out: PinnedBuffer<f32>,
 }
 
+/// One stream with its buffers.
+struct Lane {
+    stream: Stream,
+    bufs: Buffers,
+}
+
 impl Lane {
-    fn new(
-        ctx: &Context,
-        stream: Stream,
-        max_jets: usize,
-        max_constituents: usize,
-        total_jets: usize,
-    ) -> Result<Self, hetero::Error> {
-        let floats = |n| ctx.alloc::<f32>(n);
+    fn new(ctx: &Context, stream: Stream, shape: Shape) -> Result<Self, hetero::Error> {
         Ok(Self {
             stream,
-            counts: ctx.alloc(max_jets)?,
-            offsets: ctx.alloc(max_jets)?,
-            jet: [floats(max_jets)?, floats(max_jets)?, floats(max_jets)?],
-            constituent: [floats(max_constituents)?, floats(max_constituents)?, floats(max_constituents)?],
-            pull: floats(2 * max_jets)?,
-            scan: ScanPlan::new(ctx, THREADS, max_jets)?,
-            out: ctx.alloc_pinned(2 * total_jets)?,
+            bufs: Buffers {
+                counts: ctx.alloc(shape.max_jets)?,
+                offsets: ctx.alloc(shape.max_jets)?,
+                packed: ctx.alloc(shape.max_packed.max(1))?,
+                pull: ctx.alloc(2 * shape.max_jets)?,
+                scan: ScanPlan::new(ctx, THREADS, shape.max_jets)?,
+                out: ctx.alloc_pinned(2 * shape.total_jets)?,
+            },
         })
     }
 
-    /// Enqueues one batch of events: stage in, scan counts, pull kernel,
+    /// Enqueues batch `index` (`e`): stage in, scan counts, pull kernel,
     /// copy out, each as a span of `timeline` on track `track`.
     fn enqueue(
         &mut self,
         staged: &Staging<'_>,
         kernel: &Kernel,
-        e: EventRange,
+        (index, e): (usize, EventRange),
         timeline: &mut Timeline<'_>,
         track: &str,
     ) -> Result<(), hetero::Error> {
         let s = &self.stream;
-        let jets = e.first_jet..e.first_jet + e.jets;
-        let consts = e.first_constituent..e.first_constituent + e.constituents;
-        let (counts, jet, constituent) = (&mut self.counts, &mut self.jet, &mut self.constituent);
+        let b = &mut self.bufs;
+        let (at, len) = layout(&e);
+        let (counts, packed) = (&mut b.counts, &mut b.packed);
         timeline.span(s, track, "stage in", Kind::Copy, || match staged {
-            Staging::Pinned(staged) => stage_in(s, staged, counts, jet, constituent, e),
+            Staging::Pinned(staged) => {
+                let jets = e.first_jet..e.first_jet + e.jets;
+                let from = staged.starts[index];
+                s.copy(staged.counts.slice(jets)?, counts.slice_mut(..e.jets)?)?;
+                s.copy(staged.packed.slice(from..from + len)?, packed.slice_mut(..len)?)
+            }
             // Ordinary memory: each copy returns only when it is done.
             Staging::Pageable(c) => {
+                let jets = e.first_jet..e.first_jet + e.jets;
+                let consts = e.first_constituent..e.first_constituent + e.constituents;
                 s.copy_from_host(&c.counts[jets.clone()], counts.slice_mut(..e.jets)?)?;
-                for (src, dst) in c.jet.iter().zip(jet.iter_mut()) {
-                    s.copy_from_host(&src[jets.clone()], dst.slice_mut(..e.jets)?)?;
-                }
-                for (src, dst) in c.constituent.iter().zip(constituent.iter_mut()) {
-                    s.copy_from_host(&src[consts.clone()], dst.slice_mut(..e.constituents)?)?;
+                for k in 0..3 {
+                    s.copy_from_host(&c.jet[k][jets.clone()], packed.slice_mut(at[k]..at[k] + e.jets)?)?;
+                    let to = at[3 + k]..at[3 + k] + e.constituents;
+                    s.copy_from_host(&c.constituent[k][consts.clone()], packed.slice_mut(to)?)?;
                 }
                 Ok(())
             }
         })?;
-        let (scan, offsets, pull) = (&mut self.scan, &mut self.offsets, &mut self.pull);
-        let (counts, jet, constituent) = (&self.counts, &self.jet, &self.constituent);
+        let (scan, offsets, pull) = (&mut b.scan, &mut b.offsets, &mut b.pull);
+        let (counts, packed) = (&b.counts, &b.packed);
         timeline.span(s, track, "scan + pull_jets", Kind::Kernel, || {
             scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
-            launch_pull_jets(s, kernel, constituent, jet, offsets, pull, e)
+            launch_pull_jets(s, kernel, packed, offsets, pull, e)
         })?;
-        let (pull, out) = (&self.pull, &mut self.out);
+        let (pull, out) = (&b.pull, &mut b.out);
         timeline.span(s, track, "copy out", Kind::Copy, || {
             s.copy(pull.slice(..2 * e.jets)?, out.slice_mut(2 * e.first_jet..2 * (e.first_jet + e.jets))?)
         })
     }
 }
 
-/// Enqueues the copies of batch `e`'s inputs from pinned staging to the
-/// start of the device buffers.
-fn stage_in(
-    s: &Stream,
-    staged: &Staged,
-    counts: &mut DeviceBuffer<u32>,
-    jet: &mut [DeviceBuffer<f32>; 3],
-    constituent: &mut [DeviceBuffer<f32>; 3],
-    e: EventRange,
-) -> Result<(), hetero::Error> {
-    let jets = e.first_jet..e.first_jet + e.jets;
-    let consts = e.first_constituent..e.first_constituent + e.constituents;
-    s.copy(staged.counts.slice(jets.clone())?, counts.slice_mut(..e.jets)?)?;
-    for (src, dst) in staged.jet.iter().zip(jet.iter_mut()) {
-        s.copy(src.slice(jets.clone())?, dst.slice_mut(..e.jets)?)?;
-    }
-    for (src, dst) in staged.constituent.iter().zip(constituent.iter_mut()) {
-        s.copy(src.slice(consts.clone())?, dst.slice_mut(..e.constituents)?)?;
-    }
-    Ok(())
+/// `pull_jets`'s launch shape for batch `e`: one block per jet.
+fn pull_config(kernel: &Kernel, e: &EventRange) -> LaunchConfig {
+    let threads = block(kernel);
+    LaunchConfig::linear(e.jets as u32, threads, threads as usize * 4)
 }
 
-/// Enqueues `pull_jets` for batch `e`, whose constituents and jets are at
-/// the start of the buffers and whose jet offsets were scanned.
+/// Enqueues `pull_jets` for batch `e`, whose packed floats are at the
+/// start of `packed` and whose jet offsets were scanned.
 fn launch_pull_jets(
     s: &Stream,
     kernel: &Kernel,
-    constituent: &[DeviceBuffer<f32>; 3],
-    jet: &[DeviceBuffer<f32>; 3],
+    packed: &DeviceBuffer<f32>,
     offsets: &DeviceBuffer<u32>,
     pull: &mut DeviceBuffer<f32>,
     e: EventRange,
 ) -> Result<(), hetero::Error> {
-    let [cp, ce, cf] = constituent;
-    let [jp, je, jf] = jet;
-    let (cp, ce, cf) = (cp.slice(..)?, ce.slice(..)?, cf.slice(..)?);
-    let (jp, je, jf) = (jp.slice(..)?, je.slice(..)?, jf.slice(..)?);
+    let (at, _) = layout(&e);
+    // Each array from its start to the buffer's end: never empty, and the
+    // kernel reads only its batch's elements.
+    let [jp, je, jf, cp, ce, cf] = at.map(|a| packed.slice(a..));
+    let (jp, je, jf, cp, ce, cf) = (jp?, je?, jf?, cp?, ce?, cf?);
     let offsets = offsets.slice(..e.jets)?;
     let out = pull.slice_mut(..2 * e.jets)?;
-    let threads = block(kernel);
-    let config = LaunchConfig::linear(e.jets as u32, threads, threads as usize * 4);
     let args = [
         (&cp).into(),
         (&ce).into(),
@@ -314,8 +339,113 @@ fn launch_pull_jets(
     ];
     // SAFETY: pull_jets reads constituents [0, n_constituents) of each
     // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
-    // the callers' buffers are at least that long.
-    unsafe { s.launch(kernel, config, &args) }
+    // the packed layout puts each array's elements within the buffer.
+    unsafe { s.launch(kernel, pull_config(kernel, &e), &args) }
+}
+
+/// A lane's graph: copies in, scan, `pull_jets` and copy out recorded
+/// once (or only the copies, for the copy floor), set for each batch.
+struct LaneGraph<'b> {
+    graph: Graph<'b>,
+    counts_in: Node,
+    packed_in: Node,
+    out: Node,
+    /// The scan and the pull launch; `None` when only copies were recorded.
+    compute: Option<(ScanNodes, Node)>,
+    staged_counts: GraphBuffer<u32, hetero::safe::Pinned>,
+    staged_packed: GraphBuffer<f32, hetero::safe::Pinned>,
+    counts: GraphBuffer<u32, OnDevice>,
+    packed: GraphBuffer<f32, OnDevice>,
+    pull: GraphBuffer<f32, OnDevice>,
+    out_buf: GraphBuffer<f32, hetero::safe::Pinned>,
+    /// `pull_jets`'s threads per block.
+    threads: u32,
+}
+
+impl<'b> LaneGraph<'b> {
+    /// Records the lane's work for the first batch, `first`.
+    fn record(
+        ctx: &Context,
+        bufs: &'b mut Buffers,
+        staged: &'b Staged,
+        kernel: &'b Kernel,
+        first: EventRange,
+        copies_only: bool,
+    ) -> Result<Self, hetero::Error> {
+        let mut rec = ctx.recorder();
+        let Buffers { counts, offsets, packed, pull, scan, out } = bufs;
+        let (staged_counts, staged_packed) = (rec.bind(&staged.counts)?, rec.bind(&staged.packed)?);
+        let (gcounts, goffsets, gpacked) = (rec.bind_mut(counts)?, rec.bind_mut(offsets)?, rec.bind_mut(packed)?);
+        let (gpull, gout) = (rec.bind_mut(pull)?, rec.bind_mut(out)?);
+        let s = rec.stream();
+        let (at, len) = layout(&first);
+        let counts_in = rec.copy(s, staged_counts.slice(..first.jets)?, gcounts.slice_mut(..first.jets)?)?;
+        let packed_in = rec.copy(s, staged_packed.slice(..len)?, gpacked.slice_mut(..len)?)?;
+        let compute = if copies_only {
+            None
+        } else {
+            let scan = scan.record(&mut rec, s, gcounts, goffsets)?;
+            let args = vec![
+                gpacked.slice(at[3]..)?.into(),
+                gpacked.slice(at[4]..)?.into(),
+                gpacked.slice(at[5]..)?.into(),
+                goffsets.read().into(),
+                gpacked.slice(at[0]..)?.into(),
+                gpacked.slice(at[1]..)?.into(),
+                gpacked.slice(at[2]..)?.into(),
+                gpull.write().into(),
+                (first.jets as u32).into(),
+                (first.constituents as u32).into(),
+            ];
+            // SAFETY: as in `launch_pull_jets`, for every batch `set`
+            // makes current.
+            let node = unsafe { rec.launch(s, kernel, pull_config(kernel, &first), args) }?;
+            Some((scan, node))
+        };
+        let out = rec.copy(s, gpull.slice(..2 * first.jets)?, gout.slice_mut(..2 * first.jets)?)?;
+        Ok(Self {
+            graph: rec.finish()?,
+            counts_in,
+            packed_in,
+            out,
+            compute,
+            staged_counts,
+            staged_packed,
+            counts: gcounts,
+            packed: gpacked,
+            pull: gpull,
+            out_buf: gout,
+            threads: block(kernel),
+        })
+    }
+
+    /// Sets the copies, lengths and shapes of batch `e`, whose packed
+    /// region starts at `from`, and replays the graph on `stream`.
+    fn replay(&mut self, stream: &Stream, e: EventRange, from: usize) -> Result<(), hetero::Error> {
+        let g = &mut self.graph;
+        let (at, len) = layout(&e);
+        let jets = e.first_jet..e.first_jet + e.jets;
+        g.set_copy(self.counts_in, self.staged_counts.slice(jets)?, self.counts.slice_mut(..e.jets)?)?;
+        g.set_copy(self.packed_in, self.staged_packed.slice(from..from + len)?, self.packed.slice_mut(..len)?)?;
+        if let Some((scan, node)) = &self.compute {
+            scan.set_len(g, e.jets)?;
+            let kernel_args = [(0, at[3]), (1, at[4]), (2, at[5]), (4, at[0]), (5, at[1]), (6, at[2])];
+            // SAFETY: as in `launch_pull_jets`: each array starts where
+            // the batch's layout puts it, and the lengths are the batch's.
+            unsafe {
+                for (index, a) in kernel_args {
+                    g.set_arg(*node, index, self.packed.slice(a..)?)?;
+                }
+                g.set_arg(*node, 8, e.jets as u32)?;
+                g.set_arg(*node, 9, e.constituents as u32)?;
+            }
+            let threads = self.threads;
+            g.set_config(*node, LaunchConfig::linear(e.jets as u32, threads, threads as usize * 4))?;
+        }
+        let out = 2 * e.first_jet..2 * (e.first_jet + e.jets);
+        g.set_copy(self.out, self.pull.slice(..2 * e.jets)?, self.out_buf.slice_mut(out)?)?;
+        g.replay(stream)
+    }
 }
 
 /// Runs every variant on the same events.
@@ -329,29 +459,22 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     dump_inputs(env, &collisions)?;
     env.dump(Workload::Pull, "pull_ref", &[total_jets as u64, 2], &expect)?;
 
-    let staged = Staged {
-        counts: ctx.pinned_from_slice(&collisions.counts)?,
-        jet: [
-            ctx.pinned_from_slice(&collisions.jet[0])?,
-            ctx.pinned_from_slice(&collisions.jet[1])?,
-            ctx.pinned_from_slice(&collisions.jet[2])?,
-        ],
-        constituent: [
-            ctx.pinned_from_slice(&collisions.constituent[0])?,
-            ctx.pinned_from_slice(&collisions.constituent[1])?,
-            ctx.pinned_from_slice(&collisions.constituent[2])?,
-        ],
-    };
     let batches = batches(&collisions.events);
+    let (packed, starts) = pack(&collisions, &batches);
+    let staged =
+        Staged { counts: ctx.pinned_from_slice(&collisions.counts)?, packed: ctx.pinned_from_slice(&packed)?, starts };
     let max_jets = batches.iter().map(|e| e.jets).max().unwrap_or(1);
-    let max_constituents = batches.iter().map(|e| e.constituents).max().unwrap_or(0);
+    let max_packed = batches.iter().map(|e| layout(e).1).max().unwrap_or(0);
+    // Bytes one pass stages in: counts and packed floats.
+    let staged_bytes = 4 * (total_jets + packed.len());
+    drop(packed);
 
-    let shape = Shape { max_jets, max_constituents, total_jets };
+    let shape = Shape { max_jets, max_packed, total_jets };
 
     // Untimed warm-up: runtimes may finish compiling a kernel at its first launch.
     if let Some(&first) = batches.first() {
-        let mut lane = Lane::new(ctx, ctx.untimed_stream()?, max_jets, max_constituents, total_jets)?;
-        lane.enqueue(&Staging::Pinned(&staged), &kernel, first, &mut Timeline::off(ctx)?, "warm-up")?;
+        let mut lane = Lane::new(ctx, ctx.untimed_stream()?, shape)?;
+        lane.enqueue(&Staging::Pinned(&staged), &kernel, (0, first), &mut Timeline::off(ctx)?, "warm-up")?;
         lane.stream.synchronize()?;
     }
     let mut outcomes = Vec::new();
@@ -390,10 +513,34 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         if let Some(hidden) = hidden_copy_fraction(&intervals) {
             outcome = outcome.metric("hidden_copy_fraction", hidden);
         }
+        let stage_in_ms: f64 =
+            intervals.iter().filter(|i| i.name == "stage in").map(|i| (i.end_ms - i.start_ms).max(0.0)).sum();
+        if !variant.pageable && stage_in_ms > 0.0 {
+            outcome = outcome.metric("stage_in_gbps", staged_bytes as f64 / (stage_in_ms * 1e6));
+        }
         outcome.intervals = intervals;
         outcomes.push(
             outcome
                 .with_output(super::Output::F32(got))
+                .metric("events", collisions.events.len() as f64)
+                .metric("batches", batches.len() as f64)
+                .metric("ms_per_batch", ms / batches.len().max(1) as f64)
+                .metric("jets_per_s", total_jets as f64 / (ms * 1e-3)),
+        );
+    }
+    for &lanes in &env.tuning.pull_graphs {
+        // The copy floor: the same graphs with their copies only.
+        let (floor_ms, _) = graph_pass(env, lanes, &staged, &kernel, &batches, shape, true)?;
+        let (ms, got) = graph_pass(env, lanes, &staged, &kernel, &batches, shape, false)?;
+        let name = format!("graph-{lanes}");
+        env.dump(Workload::Pull, &format!("{name}_pull"), &[total_jets as u64, 2], &got)?;
+        let verdict = elementwise(&got, &expect, |i| tolerance[i]);
+        outcomes.push(
+            Outcome::new(name, verdict, Some(ms))
+                .with_output(super::Output::F32(got))
+                .metric("copy_floor_ms", floor_ms)
+                .metric("vs_copy_floor", ms / floor_ms.max(f64::MIN_POSITIVE))
+                .metric("native_graphs", f64::from(u8::from(ctx.device().native_graphs())))
                 .metric("events", collisions.events.len() as f64)
                 .metric("batches", batches.len() as f64)
                 .metric("ms_per_batch", ms / batches.len().max(1) as f64)
@@ -452,8 +599,8 @@ fn framework(
                 scope.spawn(move || {
                     let tasks = chunk.iter_mut().enumerate().map(|(j, slot)| async move {
                         let task = t * TASKS_PER_THREAD + j;
-                        for &batch in batches.iter().skip(task).step_by(workers) {
-                            framework_batch(ctx, slot, staged, kernel, batch, got).await?;
+                        for (index, &batch) in batches.iter().enumerate().skip(task).step_by(workers) {
+                            framework_batch(ctx, slot, staged, kernel, (index, batch), got).await?;
                         }
                         Ok::<(), hetero::Error>(())
                     });
@@ -490,21 +637,22 @@ async fn framework_batch(
     (s, scan): &mut (Stream, ScanPlan),
     staged: &Staged,
     kernel: &Kernel,
-    e: EventRange,
+    (index, e): (usize, EventRange),
     got: &std::sync::Mutex<Vec<f32>>,
 ) -> Result<(), hetero::Error> {
+    let (_, len) = layout(&e);
+    let mut counts = s.alloc::<u32>(e.jets)?;
+    let mut offsets = s.alloc::<u32>(e.jets)?;
     // At least one element: a batch without constituents still passes buffers.
-    let (nj, nc) = (e.jets.max(1), e.constituents.max(1));
-    let mut counts = s.alloc::<u32>(nj)?;
-    let mut offsets = s.alloc::<u32>(nj)?;
-    let mut jet = [s.alloc::<f32>(nj)?, s.alloc::<f32>(nj)?, s.alloc::<f32>(nj)?];
-    let mut constituent = [s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?, s.alloc::<f32>(nc)?];
-    let mut pull = s.alloc::<f32>(2 * nj)?;
+    let mut packed = s.alloc::<f32>(len.max(1))?;
+    let mut pull = s.alloc::<f32>(2 * e.jets)?;
     let mut out = ctx.alloc_pinned::<f32>(2 * e.jets)?;
-    stage_in(s, staged, &mut counts, &mut jet, &mut constituent, e)?;
-    scan.enqueue(s, &counts.slice(..e.jets)?, &mut offsets.slice_mut(..e.jets)?)?;
-    launch_pull_jets(s, kernel, &constituent, &jet, &offsets, &mut pull, e)?;
-    s.copy(pull.slice(..2 * e.jets)?, &mut out)?;
+    let from = staged.starts[index];
+    s.copy(staged.counts.slice(e.first_jet..e.first_jet + e.jets)?, &mut counts)?;
+    s.copy(staged.packed.slice(from..from + len)?, packed.slice_mut(..len)?)?;
+    scan.enqueue(s, &counts.slice(..)?, &mut offsets.slice_mut(..)?)?;
+    launch_pull_jets(s, kernel, &packed, &offsets, &mut pull, e)?;
+    s.copy(&pull, &mut out)?;
     s.synchronize_async().await?;
     let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
     got.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[range].copy_from_slice(out.host_slice()?);
@@ -524,7 +672,8 @@ struct Variant {
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     max_jets: usize,
-    max_constituents: usize,
+    /// Floats of the largest batch's packed region.
+    max_packed: usize,
     total_jets: usize,
 }
 
@@ -546,14 +695,14 @@ fn pass(
     shape: Shape,
     instrumented: bool,
 ) -> Result<(f64, Vec<f32>, Vec<crate::timeline::Interval>), Failure> {
-    let Shape { max_jets, max_constituents, total_jets } = shape;
+    let total_jets = shape.total_jets;
     let (ctx, clock) = (env.ctx, env.clock);
     // Intervals need the device's timer.
     let instrumented = instrumented && clock.unavailable().is_none();
     let mut lanes: Vec<Lane> = (0..variant.lanes)
         .map(|_| {
             let stream = if instrumented { ctx.stream()? } else { ctx.untimed_stream()? };
-            Lane::new(ctx, stream, max_jets, max_constituents, total_jets)
+            Lane::new(ctx, stream, shape)
         })
         .collect::<Result<_, _>>()?;
     let joined = ctx.stream()?;
@@ -580,8 +729,8 @@ fn pass(
                 .enumerate()
                 .map(|(t, ((lane, timeline), track))| {
                     scope.spawn(move || -> Result<(), hetero::Error> {
-                        for &batch in batches.iter().skip(t).step_by(count) {
-                            lane.enqueue(staging, kernel, batch, timeline, track)?;
+                        for (index, &batch) in batches.iter().enumerate().skip(t).step_by(count) {
+                            lane.enqueue(staging, kernel, (index, batch), timeline, track)?;
                         }
                         Ok(())
                     })
@@ -598,7 +747,7 @@ fn pass(
         let mut timeline = timeline(&streams)?;
         let tracks: Vec<String> = (0..count).map(|i| format!("stream {i}")).collect();
         for (i, &batch) in batches.iter().enumerate() {
-            lanes[i % count].enqueue(staging, kernel, batch, &mut timeline, &tracks[i % count])?;
+            lanes[i % count].enqueue(staging, kernel, (i, batch), &mut timeline, &tracks[i % count])?;
         }
         vec![timeline]
     };
@@ -615,13 +764,69 @@ fn pass(
     let mut got = vec![0.0f32; 2 * total_jets];
     for (i, e) in batches.iter().enumerate() {
         let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
-        got[range.clone()].copy_from_slice(&lanes[i % count].out.host_slice()?[range]);
+        got[range.clone()].copy_from_slice(&lanes[i % count].bufs.out.host_slice()?[range]);
     }
     let mut intervals = Vec::new();
     for timeline in timelines {
         intervals.extend(timeline.finish()?);
     }
     Ok((ms, got, intervals))
+}
+
+/// One run of every batch round-robin over `count` lanes, each replaying
+/// its [`LaneGraph`] once per batch: device ms between a start event every
+/// lane waits on and a stop event after all of them (as [`pass`]), and the
+/// pull vectors. With `copies_only` the graphs hold only the copies (the
+/// copy floor; the vectors are then meaningless). Recording and building
+/// the graphs come before the start event.
+fn graph_pass(
+    env: &Env<'_>,
+    count: usize,
+    staged: &Staged,
+    kernel: &Kernel,
+    batches: &[EventRange],
+    shape: Shape,
+    copies_only: bool,
+) -> Result<(f64, Vec<f32>), Failure> {
+    let (ctx, clock) = (env.ctx, env.clock);
+    let mut lanes: Vec<Lane> =
+        (0..count).map(|_| Lane::new(ctx, ctx.untimed_stream()?, shape)).collect::<Result<_, hetero::Error>>()?;
+    let Some(&first) = batches.first() else { return Ok((0.0, Vec::new())) };
+    let joined = ctx.stream()?;
+    let (start, stop) = (ctx.event()?, ctx.event()?);
+    {
+        let (streams, mut graphs): (Vec<&Stream>, Vec<LaneGraph<'_>>) = lanes
+            .iter_mut()
+            .map(|lane| Ok((&lane.stream, LaneGraph::record(ctx, &mut lane.bufs, staged, kernel, first, copies_only)?)))
+            .collect::<Result<Vec<_>, hetero::Error>>()?
+            .into_iter()
+            .unzip();
+        let since = Instant::now();
+        joined.record(&start)?;
+        for stream in &streams {
+            stream.wait(&start)?;
+        }
+        for (i, &batch) in batches.iter().enumerate() {
+            graphs[i % count].replay(streams[i % count], batch, staged.starts[i])?;
+        }
+        for stream in &streams {
+            let end = ctx.event()?;
+            stream.record(&end)?;
+            joined.wait(&end)?;
+        }
+        joined.record(&stop)?;
+        stop.synchronize()?;
+        let ms = clock.elapsed_ms(&start, &stop, since)?;
+        drop(graphs);
+        let mut got = vec![0.0f32; 2 * shape.total_jets];
+        if !copies_only {
+            for (i, e) in batches.iter().enumerate() {
+                let range = 2 * e.first_jet..2 * (e.first_jet + e.jets);
+                got[range.clone()].copy_from_slice(&lanes[i % count].bufs.out.host_slice()?[range]);
+            }
+        }
+        Ok((ms, got))
+    }
 }
 
 fn dump_inputs(env: &Env<'_>, c: &Collisions) -> Result<(), Failure> {

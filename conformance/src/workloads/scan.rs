@@ -8,7 +8,11 @@
 //! forward-progress guarantee from any backend. The pull workload reuses
 //! it to turn per-jet constituent counts into offsets.
 
-use hetero::{BlockRequest, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, LaunchConfig, Stream};
+use hetero::safe::OnDevice;
+use hetero::{
+    BlockRequest, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Graph, GraphBuffer, GraphStream, Kernel,
+    LaunchConfig, Node, Recorder, Stream,
+};
 use rand::Rng;
 
 use super::{Env, Failure, Outcome, Workload, median, timed};
@@ -91,6 +95,134 @@ impl ScanPlan {
     }
 }
 
+/// The launches of a scan recorded into a graph ([`ScanPlan::record`]),
+/// per level: the tile sums (levels with more than one tile at the
+/// recorded length) and the tile scan.
+pub struct ScanNodes {
+    threads: u32,
+    capacity: usize,
+    levels: Vec<(Option<Node>, Node)>,
+}
+
+/// Dynamic shared memory of `scan_tiles` with `threads` threads.
+fn tiles_shared(threads: u32) -> usize {
+    let tile = threads as usize * ITEMS as usize;
+    (tile + tile / 32 + 2 * threads as usize) * 4
+}
+
+impl ScanPlan {
+    /// Records `output = exclusive_scan(input)` for up to the plan's
+    /// capacity on graph stream `s`, binding the plan's scratch; the
+    /// length is set for each replay with [`ScanNodes::set_len`].
+    pub fn record<'b>(
+        &'b mut self,
+        rec: &mut Recorder<'b>,
+        s: GraphStream,
+        input: GraphBuffer<u32, OnDevice>,
+        output: GraphBuffer<u32, OnDevice>,
+    ) -> Result<ScanNodes, hetero::Error> {
+        let ScanPlan { threads, capacity, sums, tiles, levels } = self;
+        let (threads, capacity) = (*threads, *capacity);
+        let mut bound = Vec::with_capacity(levels.len());
+        for (a, b) in levels.iter_mut() {
+            bound.push((rec.bind_mut(a)?, rec.bind_mut(b)?));
+        }
+        let mut nodes = Vec::new();
+        record_level(rec, s, (sums, tiles), threads, input, output, capacity, &bound, &mut nodes)?;
+        Ok(ScanNodes { threads, capacity, levels: nodes })
+    }
+}
+
+impl ScanNodes {
+    /// Makes later replays scan the first `n` elements (`1..=capacity`):
+    /// each level's grid and length, as [`ScanPlan::enqueue`] would launch
+    /// them. A level recorded with more than one tile keeps its tile sums
+    /// (one tile then sums to the offset 0 the tile scan reads).
+    pub fn set_len(&self, graph: &mut Graph<'_>, n: usize) -> Result<(), hetero::Error> {
+        if n == 0 || n > self.capacity {
+            return Err(hetero::Error::new(
+                graph.backend(),
+                "scan",
+                hetero::ErrorKind::OutOfBounds,
+                format!("a recorded scan takes 1 to {} elements, not {n}", self.capacity),
+            ));
+        }
+        let mut n = n;
+        for &(sums, tiles_node) in &self.levels {
+            let tiles = tiles_for(n, self.threads);
+            if let Some(sums) = sums {
+                graph.set_config(sums, LaunchConfig::linear(tiles as u32, self.threads, self.threads as usize * 4))?;
+                // SAFETY: scan_tile_sums reads input[0..n) of a buffer of
+                // at least capacity elements and writes totals[0..tiles).
+                unsafe { graph.set_arg(sums, 2, n as u32) }?;
+            }
+            graph
+                .set_config(tiles_node, LaunchConfig::linear(tiles as u32, self.threads, tiles_shared(self.threads)))?;
+            // SAFETY: scan_tiles reads input[0..n) and offsets[0..tiles) and writes output[0..n).
+            unsafe { graph.set_arg(tiles_node, 3, n as u32) }?;
+            n = tiles;
+        }
+        Ok(())
+    }
+}
+
+/// One level's scratch bound to a recording: tile totals and their scan.
+type BoundLevel = (GraphBuffer<u32, OnDevice>, GraphBuffer<u32, OnDevice>);
+
+/// [`scan_level`] into a graph, for `n` elements; `nodes` gets each
+/// level's launches, the shallowest first.
+#[allow(clippy::too_many_arguments)]
+fn record_level<'b>(
+    rec: &mut Recorder<'b>,
+    s: GraphStream,
+    (sums_kernel, tiles_kernel): (&'b Kernel, &'b Kernel),
+    threads: u32,
+    input: GraphBuffer<u32, OnDevice>,
+    output: GraphBuffer<u32, OnDevice>,
+    n: usize,
+    levels: &[BoundLevel],
+    nodes: &mut Vec<(Option<Node>, Node)>,
+) -> Result<(), hetero::Error> {
+    let tiles = tiles_for(n, threads);
+    let Some((&(sums, scanned), deeper)) = levels.split_first() else {
+        return Err(hetero::Error::new(rec.backend(), "scan", hetero::ErrorKind::OutOfBounds, "scan plan too shallow"));
+    };
+    let at = nodes.len();
+    let mut sums_node = None;
+    let use_offsets = u32::from(tiles > 1);
+    if tiles > 1 {
+        // SAFETY: scan_tile_sums reads input[0..n) and writes totals[0..tiles).
+        let node = unsafe {
+            rec.launch(
+                s,
+                sums_kernel,
+                LaunchConfig::linear(tiles as u32, threads, threads as usize * 4),
+                vec![input.read().into(), sums.write().into(), (n as u32).into(), ITEMS.into()],
+            )
+        }?;
+        sums_node = Some(node);
+        record_level(rec, s, (sums_kernel, tiles_kernel), threads, sums, scanned, tiles, deeper, nodes)?;
+    }
+    // SAFETY: scan_tiles reads input[0..n) and offsets[0..tiles) and writes output[0..n).
+    let tiles_node = unsafe {
+        rec.launch(
+            s,
+            tiles_kernel,
+            LaunchConfig::linear(tiles as u32, threads, tiles_shared(threads)),
+            vec![
+                input.read().into(),
+                output.write().into(),
+                scanned.read().into(),
+                (n as u32).into(),
+                ITEMS.into(),
+                use_offsets.into(),
+            ],
+        )
+    }?;
+    nodes.insert(at, (sums_node, tiles_node));
+    Ok(())
+}
+
 fn scan_level(
     stream: &Stream,
     (sums_kernel, tiles_kernel): (&Kernel, &Kernel),
@@ -112,8 +244,7 @@ fn scan_level(
             "scan plan too shallow",
         ));
     };
-    let tile = threads as usize * ITEMS as usize;
-    let tiles_shared = (tile + tile / 32 + 2 * threads as usize) * 4;
+    let tiles_shared = tiles_shared(threads);
     let use_offsets = u32::from(tiles > 1);
     if tiles > 1 {
         {

@@ -131,6 +131,7 @@ unsafe fn whole<T: Pod, K: 'static, D: Device>(buffer: NonNull<()>) -> View<'sta
 
 /// A buffer bound to a recording, by handle (see [`Recorder::bind`]).
 pub struct GraphBuffer<T, K> {
+    backend: crate::Backend,
     tag: u64,
     slot: usize,
     len: usize,
@@ -176,17 +177,39 @@ impl<T: Pod, K> GraphBuffer<T, K> {
         self.len == 0
     }
 
-    /// Elements `range`, read; `None` when out of bounds.
-    pub fn slice(&self, range: impl RangeBounds<usize>) -> Option<GraphSlice<T, K>> {
-        let (offset, len) = bounds(range, self.len)?;
-        Some(GraphSlice { buf: *self, offset, len, write: false })
+    /// The whole buffer, read.
+    pub fn read(&self) -> GraphSlice<T, K> {
+        GraphSlice { buf: *self, offset: 0, len: self.len, write: false }
     }
 
-    /// Elements `range`, written; `None` when out of bounds. Recording a
-    /// write to a buffer bound with [`Recorder::bind`] is an error.
-    pub fn slice_mut(&self, range: impl RangeBounds<usize>) -> Option<GraphSlice<T, K>> {
-        let (offset, len) = bounds(range, self.len)?;
-        Some(GraphSlice { buf: *self, offset, len, write: true })
+    /// The whole buffer, written (see [`GraphBuffer::slice_mut`]).
+    pub fn write(&self) -> GraphSlice<T, K> {
+        GraphSlice { buf: *self, offset: 0, len: self.len, write: true }
+    }
+
+    /// Elements `range`, read; an error when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<GraphSlice<T, K>> {
+        let (offset, len) = self.bounds(range)?;
+        Ok(GraphSlice { buf: *self, offset, len, write: false })
+    }
+
+    /// Elements `range`, written; an error when out of bounds. Recording
+    /// a write to a buffer bound with [`Recorder::bind`] is an error too.
+    pub fn slice_mut(&self, range: impl RangeBounds<usize>) -> Result<GraphSlice<T, K>> {
+        let (offset, len) = self.bounds(range)?;
+        Ok(GraphSlice { buf: *self, offset, len, write: true })
+    }
+
+    fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        let (start, end) = (range.start_bound().cloned(), range.end_bound().cloned());
+        bounds((start, end), self.len).ok_or_else(|| {
+            Error::new(
+                self.backend,
+                "slice",
+                ErrorKind::OutOfBounds,
+                format!("element range {start:?}..{end:?} is outside a bound buffer of {} elements", self.len),
+            )
+        })
     }
 }
 
@@ -421,7 +444,8 @@ impl<'b, D: Device> Recorder<'b, D> {
         self.step(|rec| {
             same_device(&rec.device, device, "bind")?;
             rec.slots.push(slot);
-            Ok(GraphBuffer { tag: rec.tag, slot: rec.slots.len() - 1, len, writable, _marker: PhantomData })
+            let backend = rec.device.info().backend;
+            Ok(GraphBuffer { backend, tag: rec.tag, slot: rec.slots.len() - 1, len, writable, _marker: PhantomData })
         })
     }
 
@@ -436,6 +460,11 @@ impl<'b, D: Device> Recorder<'b, D> {
     pub fn bind_mut<T: Pod, K: 'static>(&mut self, buffer: &'b mut Buffer<T, K, D>) -> Result<GraphBuffer<T, K>> {
         let (device, len) = (Arc::clone(&buffer.device), buffer.len());
         self.bind_slot(&device, len, Slot::new(NonNull::from(buffer), true))
+    }
+
+    /// The backend of the recording's device.
+    pub fn backend(&self) -> crate::Backend {
+        self.device.info().backend
     }
 
     /// A new graph stream.
@@ -634,6 +663,11 @@ impl<D: Device> Drop for Graph<'_, D> {
 }
 
 impl<'b, D: Device> Graph<'b, D> {
+    /// The backend of the graph's device.
+    pub fn backend(&self) -> crate::Backend {
+        self.device.info().backend
+    }
+
     /// `true` when the backend built the graph itself (CUDA, HIP); `false`
     /// when each replay enqueues the recorded nodes one by one.
     pub fn is_native(&self) -> bool {
