@@ -388,9 +388,11 @@ fn workload_options() {
             "sync",
             "stream-sync",
             "event-sync",
+            "graph",
             "balanced-sync",
             "balanced-stream-sync",
-            "balanced-event-sync"
+            "balanced-event-sync",
+            "balanced-graph"
         ]
     );
     for bad in [

@@ -28,10 +28,10 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 #[rstest]
 #[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256"])]
 #[case::scan(Workload::Scan, &["block-256", "block-192"])]
-#[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4", "framework-4"])]
+#[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4", "graph-1", "graph-4", "framework-4"])]
 #[case::wave(
     Workload::Wave,
-    &["sync", "stream-sync", "event-sync", "balanced-sync", "balanced-stream-sync", "balanced-event-sync"]
+    &["sync", "stream-sync", "event-sync", "graph", "balanced-sync", "balanced-stream-sync", "balanced-event-sync", "balanced-graph"]
 )]
 fn every_variant_passes(
     #[values(Backend::Host, Backend::OpenCl, Backend::Cuda, Backend::Hip)] backend: Backend,
@@ -57,12 +57,15 @@ fn wave_reports_overlap_figures() {
     assert!(results[0].metrics.contains_key("copy_ms"));
     // The balanced runs keep the interval they chose, and why.
     let balanced: Vec<_> = results.iter().filter(|r| r.variant.starts_with("balanced-")).collect();
-    assert_eq!(balanced.len(), 3);
+    assert_eq!(balanced.len(), 4);
     for r in &balanced {
         assert!(r.metrics["snapshot_every"] >= 1.0, "{:?}", r.metrics);
         assert!(r.metrics["step_ms"] > 0.0 && r.metrics["snapshot_copy_ms"] > 0.0, "{:?}", r.metrics);
     }
-    for r in results.iter().filter(|r| r.variant.ends_with("stream-sync") || r.variant.ends_with("event-sync")) {
+    for r in results.iter().filter(|r| r.variant.ends_with("graph")) {
+        assert!(r.metrics["vs_event_sync"] > 0.0, "{:?}", r.metrics);
+    }
+    for r in results.iter().filter(|r| ["stream-sync", "event-sync", "graph"].iter().any(|v| r.variant.ends_with(v))) {
         for key in ["speedup_vs_sync", "hidden_copy_fraction", "sync_ms", "ideal_ms", "of_ideal"] {
             assert!(r.metrics.contains_key(key), "{} lacks {key}", r.variant);
         }

@@ -10,8 +10,10 @@
 //! Variants: `sync` (one stream; compute waits for every copy),
 //! `stream-sync` (copy stream; the host synchronises the compute stream
 //! before each copy and the copy stream before a staging buffer is reused)
-//! and `event-sync` (copy stream; only device-side event waits). All three
-//! must give bit-identical snapshots on one backend.
+//! `event-sync` (copy stream; only device-side event waits) and `graph`
+//! (an interval's steps and staging copy recorded once, replayed per
+//! interval; the copy stream as in `event-sync`, ordered by the buffers'
+//! tracking). All must give bit-identical snapshots on one backend.
 //!
 //! Copies that never stall compute: the two asynchronous variants do not
 //! copy a wavefield to the host, since a field is overwritten three steps
@@ -65,11 +67,15 @@ pub enum Variant {
     StreamSync,
     /// Two streams ordered by device events.
     EventSync,
+    /// A snapshot interval's steps and its staging copy recorded once as
+    /// a graph, replayed per interval on the compute stream; the copy
+    /// stream copies each staged snapshot out, ordered by the tracker.
+    Graph,
 }
 
 impl Variant {
     /// Every variant; `Sync` first, as the baseline of the others.
-    pub const ALL: [Variant; 3] = [Variant::Sync, Variant::StreamSync, Variant::EventSync];
+    pub const ALL: [Variant; 4] = [Variant::Sync, Variant::StreamSync, Variant::EventSync, Variant::Graph];
 
     /// Report name.
     pub fn name(self) -> &'static str {
@@ -77,6 +83,7 @@ impl Variant {
             Variant::Sync => "sync",
             Variant::StreamSync => "stream-sync",
             Variant::EventSync => "event-sync",
+            Variant::Graph => "graph",
         }
     }
 }
@@ -223,6 +230,100 @@ fn zeroed_fields(ctx: &Context, stream: &Stream, cells: usize) -> Result<Vec<Dev
         .collect()
 }
 
+/// The fields step `step` reads (two) and writes, as indices of the
+/// [`FIELDS`] rotating ones.
+fn rotation(step: usize) -> [usize; 3] {
+    [step % FIELDS, (step + 1) % FIELDS, (step + 2) % FIELDS]
+}
+
+/// The `graph` variant: one graph of `snapshot_every` steps and the
+/// staging copy of the last field written, recorded for the first
+/// interval; per interval its fields, source values and staging buffer
+/// are set, it is replayed on the compute stream, and the copy stream
+/// copies the staged snapshot out (the tracker orders the two: the copy
+/// waits for the replay that staged it, a replay for the copy that last
+/// read its staging buffer). Steps after the last snapshot run as plain
+/// launches once the graph is gone.
+fn run_graph(ctx: &Context, clock: &Clock, kernel: &Kernel, g: Grid, source: &[f32]) -> Result<Run, Failure> {
+    let (cells, every) = (g.cells(), g.snapshot_every);
+    let width = block_width(kernel);
+    let (compute, copier) = (ctx.stream()?, ctx.stream()?);
+    let mut fields = zeroed_fields(ctx, &compute, cells)?;
+    let mut snapshots = ctx.alloc_pinned::<f32>(g.snapshots() * cells)?;
+    let mut staging = (0..STAGING).map(|_| ctx.alloc::<f32>(cells)).collect::<Result<Vec<_>, _>>()?;
+    let (start, stop) = (ctx.event()?, ctx.event()?);
+    if clock.unavailable().is_some() {
+        compute.synchronize()?;
+    }
+    let intervals = {
+        let mut rec = ctx.recorder();
+        let bound: Vec<_> = fields.iter_mut().map(|f| rec.bind_mut(f)).collect::<Result<_, _>>()?;
+        let staged: Vec<_> = staging.iter_mut().map(|b| rec.bind_mut(b)).collect::<Result<_, _>>()?;
+        let s = rec.stream();
+        let (sx, sy) = g.source();
+        let config = super::grid::rows_launch(g.nx, g.ny, width);
+        let mut steps = Vec::with_capacity(every);
+        for (step, &src) in source.iter().enumerate().take(every) {
+            let [prev, cur, next] = rotation(step);
+            let args = vec![
+                bound[prev].read().into(),
+                bound[cur].read().into(),
+                bound[next].write().into(),
+                (g.nx as u32).into(),
+                (g.ny as u32).into(),
+                C2.into(),
+                (sx as u32).into(),
+                (sy as u32).into(),
+                src.into(),
+            ];
+            // SAFETY: wave_step touches cells [0, nx*ny) of the three
+            // fields, each that long, for every rotation set below.
+            steps.push(unsafe { rec.launch(s, kernel, config, args) }?);
+        }
+        let stage = rec.copy(s, bound[rotation(every - 1)[2]], staged[0])?;
+        let mut graph = rec.finish()?;
+        let since = Instant::now();
+        compute.record(&start)?;
+        copier.wait(&start)?;
+        let mut timeline = match clock {
+            Clock::Device => Timeline::new(ctx, &compute, &[&copier])?,
+            Clock::Host(_) => Timeline::off(ctx)?,
+        };
+        for slot in 0..g.snapshots() {
+            let first = slot * every;
+            for (i, &node) in steps.iter().enumerate() {
+                let [prev, cur, next] = rotation(first + i);
+                // SAFETY: as recorded: whole fields of the same length.
+                unsafe {
+                    graph.set_arg(node, 0, bound[prev].read())?;
+                    graph.set_arg(node, 1, bound[cur].read())?;
+                    graph.set_arg(node, 2, bound[next].write())?;
+                    graph.set_arg(node, 8, source[first + i])?;
+                }
+            }
+            let target = staged[slot % STAGING];
+            graph.set_copy(stage, bound[rotation(first + every - 1)[2]], target)?;
+            timeline.span(&compute, "compute", "interval", Kind::Kernel, || graph.replay(&compute))?;
+            let dst = snapshots.slice_mut(slot * cells..(slot + 1) * cells)?;
+            timeline.span(&copier, "copy", "snapshot D2H", Kind::Copy, || copier.copy(graph.get(target)?, dst))?;
+        }
+        drop(graph);
+        for (step, &src) in source.iter().enumerate().skip(g.snapshots() * every) {
+            timeline.span(&compute, "compute", "wave_step", Kind::Kernel, || {
+                launch_step(&compute, kernel, width, g, &mut fields, step, src)
+            })?;
+        }
+        let drained = ctx.event()?;
+        copier.record(&drained)?;
+        compute.wait(&drained)?;
+        compute.record(&stop)?;
+        stop.synchronize()?;
+        (clock.elapsed_ms(&start, &stop, since)?, timeline.finish()?)
+    };
+    let (total_ms, intervals) = intervals;
+    Ok(Run { snapshots: snapshots.host_slice()?.to_vec(), total_ms, intervals })
+}
+
 fn run_variant(
     ctx: &Context,
     clock: &Clock,
@@ -231,6 +332,9 @@ fn run_variant(
     source: &[f32],
     variant: Variant,
 ) -> Result<Run, Failure> {
+    if variant == Variant::Graph {
+        return run_graph(ctx, clock, kernel, g, source);
+    }
     let cells = g.cells();
     let width = block_width(kernel);
     let compute = ctx.stream()?;
@@ -465,6 +569,12 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
                 if let Some(hidden) = hidden_copy_fraction(&run.intervals) {
                     outcome = outcome.metric("hidden_copy_fraction", hidden);
                 }
+            }
+        }
+        if variant == Variant::Graph {
+            let event_sync = format!("{prefix}{}", Variant::EventSync.name());
+            if let Some(ms) = outcomes.iter().find(|o: &&Outcome| o.variant == event_sync).and_then(|o| o.device_ms) {
+                outcome = outcome.metric("vs_event_sync", run.total_ms / ms);
             }
         }
         if baseline.is_none() {
