@@ -5,6 +5,7 @@
 //! This crate calls vendor APIs directly (the raw baselines in `raw_*.rs`):
 //! it is the one place outside `crates/hetero/src/backend/` that may.
 
+mod graphs;
 mod growth;
 mod measure;
 mod peer;
@@ -190,6 +191,8 @@ struct DeviceResult {
     threads: Vec<threads::ThreadRate>,
     /// Peer copies between the backend's devices (`peer.rs`).
     peer: Vec<peer::PeerCost>,
+    /// Graph replays against one-by-one launches (`graphs.rs`).
+    graphs: Vec<graphs::GraphCost>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -240,6 +243,9 @@ struct Cli {
     /// Measure the peer copies only (every other row is skipped).
     #[arg(long)]
     peer_only: bool,
+    /// Rounds of each graph row (the median is reported; 0 skips the graph rows).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    graph_rounds: u16,
     /// Rounds of each peer-copy figure (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
     peer_rounds: u16,
@@ -288,6 +294,7 @@ fn main() -> ExitCode {
                 pull: Vec::new(),
                 threads: Vec::new(),
                 peer: Vec::new(),
+                graphs: Vec::new(),
                 errors: Vec::new(),
             }
         })
@@ -433,6 +440,25 @@ fn per_operation(cli: &Cli, plan: Plan, contexts: &[(Backend, Context)], results
             Err(e) => result.errors.push(format!("threads: {e}")),
         }
     }
+    // Graph rows, one device at a time, each with its runtime's own graph
+    // API where it has one.
+    for ((backend, ctx), result) in contexts.iter().zip(results.iter_mut()) {
+        if cli.graph_rounds == 0 {
+            break;
+        }
+        let mut own = match raw_graphs(*backend) {
+            Some(Ok(own)) => Some(own),
+            Some(Err(e)) => {
+                result.errors.push(format!("graphs (raw): {e}"));
+                None
+            }
+            None => None,
+        };
+        match graphs::measure(ctx, own.as_deref_mut(), usize::from(cli.graph_rounds)) {
+            Ok(rows) => result.graphs = rows,
+            Err(e) => result.errors.push(format!("graphs: {e}")),
+        }
+    }
     // Pull a few times, the devices in turn, so that a slow stretch of the
     // machine does not land on one backend only; the median run counts.
     let mut runs = vec![Vec::new(); contexts.len()];
@@ -446,6 +472,17 @@ fn per_operation(cli: &Cli, plan: Plan, contexts: &[(Backend, Context)], results
     }
     for (result, runs) in results.iter_mut().zip(runs) {
         result.pull = pull::median(runs);
+    }
+}
+
+/// The runtime's own graph API of `backend`, where it has one.
+fn raw_graphs(backend: Backend) -> Option<Result<Box<dyn graphs::RawGraphs>, Fail>> {
+    match backend {
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => Some(raw_cuda::graphs().map(|g| Box::new(g) as Box<dyn graphs::RawGraphs>)),
+        #[cfg(feature = "hip")]
+        Backend::Hip => Some(raw_hip::graphs().map(|g| Box::new(g) as Box<dyn graphs::RawGraphs>)),
+        _ => None,
     }
 }
 
@@ -539,9 +576,41 @@ fn print_table(result: &DeviceResult) {
         );
     }
     print_threads(&result.threads);
+    print_graphs(&result.graphs);
     peer::print(&result.peer);
     for e in &result.errors {
         println!("error: {e}");
+    }
+}
+
+/// The graph rows: microseconds per launch, host and until done.
+fn print_graphs(rows: &[graphs::GraphCost]) {
+    let Some(first) = rows.first() else { return };
+    let how = if first.native { "the backend's own graphs" } else { "hetero replaying the recorded nodes" };
+    println!("graphs ({how}): microseconds per launch of one-block affine_u32 (host enqueue / until done)");
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    println!(
+        "{:>8} {:>18} {:>18} {:>18} {:>12} {:>12} {:>10}",
+        "launches", "one by one", "replay", "raw replay", "record us", "raw record", "replay/raw"
+    );
+    for r in rows {
+        let ratio = r.raw_replay_us.map_or("-".to_string(), |raw| format!("{:.2}", r.replay_us / raw));
+        println!(
+            "{:>8} {:>18} {:>18} {:>18} {:>12.1} {:>12} {:>10}",
+            r.launches,
+            format!("{:.3} / {:.3}", r.stream_us, r.stream_done_us),
+            format!("{:.3} / {:.3}", r.replay_us, r.replay_done_us),
+            format!("{} / {}", opt(r.raw_replay_us), opt(r.raw_done_us)),
+            r.record_us,
+            opt(r.raw_record_us),
+            ratio
+        );
+        if r.native && r.replay_done_us > r.stream_done_us {
+            println!(
+                "         note: {} launches finish later replayed ({:.3} us each) than enqueued one by one ({:.3}): this backend's graphs are slower than its streams here",
+                r.launches, r.replay_done_us, r.stream_done_us
+            );
+        }
     }
 }
 

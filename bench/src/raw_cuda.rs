@@ -345,3 +345,75 @@ pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) 
     }
     result
 }
+
+/// The driver's graph API on the raw path's kernel and buffer (`graphs.rs`).
+///
+/// Invariant: `exec`, when set, is a live executable of `driver`'s context.
+pub struct Graphs {
+    driver: Driver,
+    exec: Option<sys::CUgraphExec>,
+}
+
+/// The raw graph path of device 0.
+pub fn graphs() -> Result<Graphs, Fail> {
+    let ctx = CudaContext::new(0)?;
+    Ok(Graphs { driver: Driver::new(&ctx)?, exec: None })
+}
+
+impl crate::graphs::RawGraphs for Graphs {
+    fn build(&mut self, launches: usize) -> Result<(), Fail> {
+        let (s, x, n, one) = (self.driver.streams[0], self.driver.x, sizes::WORDS as u32, 1u32);
+        let relaxed = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: live handles (Driver's invariant); the parameters match
+        // affine_u32(uint*, uint, uint, uint), which touches x[0..n); the
+        // capture is ended whatever a launch returns.
+        unsafe {
+            check("cuStreamBeginCapture_v2", sys::cuStreamBeginCapture_v2(s, relaxed))?;
+            let mut launched = Ok(());
+            for _ in 0..launches {
+                let mut params: [*mut c_void; 4] = [
+                    (&raw const x).cast_mut().cast(),
+                    (&raw const n).cast_mut().cast(),
+                    (&raw const one).cast_mut().cast(),
+                    (&raw const one).cast_mut().cast(),
+                ];
+                let f = self.driver.function;
+                let code = sys::cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut());
+                launched = launched.and(check("cuLaunchKernel", code));
+            }
+            let mut graph: sys::CUgraph = std::ptr::null_mut();
+            check("cuStreamEndCapture", sys::cuStreamEndCapture(s, &mut graph))?;
+            let mut exec: sys::CUgraphExec = std::ptr::null_mut();
+            let built =
+                launched.and(check("cuGraphInstantiate", sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0)));
+            let _ = sys::cuGraphDestroy(graph);
+            built?;
+            if let Some(old) = self.exec.replace(exec) {
+                let _ = sys::cuGraphExecDestroy(old);
+            }
+        }
+        Ok(())
+    }
+
+    fn replay(&mut self) -> Result<(), Fail> {
+        let exec = self.exec.ok_or("no graph built")?;
+        // SAFETY: a live executable and stream (type invariant).
+        check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, self.driver.streams[0]) })
+    }
+
+    fn sync(&mut self) -> Result<(), Fail> {
+        // SAFETY: a live stream.
+        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.driver.streams[0]) })
+    }
+}
+
+impl Drop for Graphs {
+    fn drop(&mut self) {
+        use crate::graphs::RawGraphs;
+        let _ = self.sync();
+        if let Some(exec) = self.exec.take() {
+            // SAFETY: idle (synchronised above), destroyed once.
+            let _ = unsafe { sys::cuGraphExecDestroy(exec) };
+        }
+    }
+}

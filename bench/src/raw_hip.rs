@@ -288,3 +288,77 @@ pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) 
     }
     result
 }
+
+/// HIP's graph API on the raw path's kernel and buffer (`graphs.rs`).
+///
+/// Invariant: `exec`, when set, is a live executable of device 0.
+pub struct Graphs {
+    raw: Raw,
+    exec: Option<hip::hipGraphExec_t>,
+}
+
+/// The raw graph path of device 0.
+pub fn graphs() -> Result<Graphs, Fail> {
+    Ok(Graphs { raw: Raw::new()?, exec: None })
+}
+
+impl crate::graphs::RawGraphs for Graphs {
+    fn build(&mut self, launches: usize) -> Result<(), Fail> {
+        let (s, x, n, one) = (self.raw.streams[0], self.raw.x, sizes::WORDS as u32, 1u32);
+        let relaxed = hip::hipStreamCaptureMode_hipStreamCaptureModeRelaxed;
+        // SAFETY: live handles (Raw's invariant); the parameters match
+        // affine_u32(uint*, uint, uint, uint), which touches x[0..n); the
+        // capture is ended whatever a launch returns.
+        unsafe {
+            check("hipStreamBeginCapture", hip::hipStreamBeginCapture(s, relaxed))?;
+            let mut launched = Ok(());
+            for _ in 0..launches {
+                let mut params: [*mut c_void; 4] = [
+                    (&raw const x).cast_mut().cast(),
+                    (&raw const n).cast_mut().cast(),
+                    (&raw const one).cast_mut().cast(),
+                    (&raw const one).cast_mut().cast(),
+                ];
+                let f = self.raw.function;
+                let code =
+                    hip::hipModuleLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, s, params.as_mut_ptr(), std::ptr::null_mut());
+                launched = launched.and(check("hipModuleLaunchKernel", code));
+            }
+            let mut graph: hip::hipGraph_t = std::ptr::null_mut();
+            check("hipStreamEndCapture", hip::hipStreamEndCapture(s, &mut graph))?;
+            let mut exec: hip::hipGraphExec_t = std::ptr::null_mut();
+            let built =
+                launched.and(check("hipGraphInstantiate", hip::hipGraphInstantiateWithFlags(&mut exec, graph, 0)));
+            let _ = hip::hipGraphDestroy(graph);
+            built?;
+            if let Some(old) = self.exec.replace(exec) {
+                // The old executable's launches were synchronised by the caller's rounds.
+                let _ = hip::hipStreamSynchronize(s);
+                let _ = hip::hipGraphExecDestroy(old);
+            }
+        }
+        Ok(())
+    }
+
+    fn replay(&mut self) -> Result<(), Fail> {
+        let exec = self.exec.ok_or("no graph built")?;
+        // SAFETY: a live executable and stream (type invariant).
+        check("hipGraphLaunch", unsafe { hip::hipGraphLaunch(exec, self.raw.streams[0]) })
+    }
+
+    fn sync(&mut self) -> Result<(), Fail> {
+        // SAFETY: a live stream.
+        check("hipStreamSynchronize", unsafe { hip::hipStreamSynchronize(self.raw.streams[0]) })
+    }
+}
+
+impl Drop for Graphs {
+    fn drop(&mut self) {
+        use crate::graphs::RawGraphs;
+        let _ = self.sync();
+        if let Some(exec) = self.exec.take() {
+            // SAFETY: idle (synchronised above), destroyed once.
+            let _ = unsafe { hip::hipGraphExecDestroy(exec) };
+        }
+    }
+}
