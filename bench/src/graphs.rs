@@ -32,6 +32,8 @@ pub struct GraphCost {
     pub replay_us: f64,
     /// Host µs per launch inside a graph replayed through the runtime's API.
     pub raw_replay_us: Option<f64>,
+    /// The same with what hetero's tracking adds (an event recorded after each replay).
+    pub raw_tracked_us: Option<f64>,
     /// µs per launch until done, one by one.
     pub stream_done_us: f64,
     /// µs per launch until done, replayed.
@@ -52,6 +54,10 @@ pub trait RawGraphs {
     fn build(&mut self, n: usize) -> Result<(), Fail>;
     /// Enqueues the last graph built.
     fn replay(&mut self) -> Result<(), Fail>;
+    /// The same with what hetero's tracking adds to an operation: the
+    /// current-device checks before and after, and an untimed event
+    /// recorded after it (as the bench's `launch + tracking` row).
+    fn replay_tracked(&mut self) -> Result<(), Fail>;
     /// Waits for the stream.
     fn sync(&mut self) -> Result<(), Fail>;
 }
@@ -146,7 +152,7 @@ pub fn measure(
         let (replay_us, replay_done_us) =
             time(rounds, reps, n, || Ok(graph.replay(&stream)?), || Ok(stream.synchronize()?))?;
         drop(graph);
-        let (mut raw_replay_us, mut raw_done_us, mut raw_record_us) = (None, None, None);
+        let (mut raw_replay_us, mut raw_done_us, mut raw_record_us, mut raw_tracked_us) = (None, None, None, None);
         if let Some(raw) = raw.as_deref_mut() {
             let start = Instant::now();
             for _ in 0..builds {
@@ -155,7 +161,9 @@ pub fn measure(
             raw_record_us = Some(start.elapsed().as_secs_f64() * 1e6 / builds as f64);
             let cell = std::cell::RefCell::new(raw);
             let (host, done) = time(rounds, reps, n, || cell.borrow_mut().replay(), || cell.borrow_mut().sync())?;
-            (raw_replay_us, raw_done_us) = (Some(host), Some(done));
+            let (tracked, _) =
+                time(rounds, reps, n, || cell.borrow_mut().replay_tracked(), || cell.borrow_mut().sync())?;
+            (raw_replay_us, raw_done_us, raw_tracked_us) = (Some(host), Some(done), Some(tracked));
         }
         rows.push(GraphCost {
             launches: n,
@@ -163,6 +171,7 @@ pub fn measure(
             stream_us,
             replay_us,
             raw_replay_us,
+            raw_tracked_us,
             stream_done_us,
             replay_done_us,
             raw_done_us,

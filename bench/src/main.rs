@@ -590,20 +590,22 @@ fn print_graphs(rows: &[graphs::GraphCost]) {
     println!("graphs ({how}): microseconds per launch of one-block affine_u32 (host enqueue / until done)");
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
     println!(
-        "{:>8} {:>18} {:>18} {:>18} {:>12} {:>12} {:>10}",
-        "launches", "one by one", "replay", "raw replay", "record us", "raw record", "replay/raw"
+        "{:>8} {:>18} {:>18} {:>18} {:>12} {:>10} {:>10} {:>12} {:>12}",
+        "launches", "one by one", "replay", "raw replay", "raw tracked", "/raw", "/tracked", "record us", "raw record"
     );
     for r in rows {
-        let ratio = r.raw_replay_us.map_or("-".to_string(), |raw| format!("{:.2}", r.replay_us / raw));
+        let ratio = |raw: Option<f64>| raw.map_or("-".to_string(), |raw| format!("{:.2}", r.replay_us / raw));
         println!(
-            "{:>8} {:>18} {:>18} {:>18} {:>12.1} {:>12} {:>10}",
+            "{:>8} {:>18} {:>18} {:>18} {:>12} {:>10} {:>10} {:>12.1} {:>12}",
             r.launches,
             format!("{:.3} / {:.3}", r.stream_us, r.stream_done_us),
             format!("{:.3} / {:.3}", r.replay_us, r.replay_done_us),
             format!("{} / {}", opt(r.raw_replay_us), opt(r.raw_done_us)),
+            opt(r.raw_tracked_us),
+            ratio(r.raw_replay_us),
+            ratio(r.raw_tracked_us),
             r.record_us,
             opt(r.raw_record_us),
-            ratio
         );
         if r.native && r.replay_done_us > r.stream_done_us {
             println!(

@@ -401,6 +401,17 @@ impl crate::graphs::RawGraphs for Graphs {
         check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(exec, self.driver.streams[0]) })
     }
 
+    fn replay_tracked(&mut self) -> Result<(), Fail> {
+        let mut current: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; live handles (type invariant).
+        unsafe {
+            check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+            self.replay()?;
+            check("cuCtxGetCurrent", sys::cuCtxGetCurrent(&mut current))?;
+            check("cuEventRecord", sys::cuEventRecord(self.driver.events[0], self.driver.streams[0]))
+        }
+    }
+
     fn sync(&mut self) -> Result<(), Fail> {
         // SAFETY: a live stream.
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.driver.streams[0]) })

@@ -346,6 +346,17 @@ impl crate::graphs::RawGraphs for Graphs {
         check("hipGraphLaunch", unsafe { hip::hipGraphLaunch(exec, self.raw.streams[0]) })
     }
 
+    fn replay_tracked(&mut self) -> Result<(), Fail> {
+        let mut current = 0;
+        // SAFETY: a valid out-pointer; live handles (type invariant).
+        unsafe {
+            check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+            self.replay()?;
+            check("hipGetDevice", hip::hipGetDevice(&mut current))?;
+            check("hipEventRecord", hip::hipEventRecord(self.raw.events[0], self.raw.streams[0]))
+        }
+    }
+
     fn sync(&mut self) -> Result<(), Fail> {
         // SAFETY: a live stream.
         check("hipStreamSynchronize", unsafe { hip::hipStreamSynchronize(self.raw.streams[0]) })

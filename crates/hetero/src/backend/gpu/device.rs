@@ -681,7 +681,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
-        // Dropped here or by the last launch or update holding it.
-        self.graphs.remove("destroy_graph", graph.0).map(drop)
+        // Kept while a launch may still run it (where the runtime says
+        // nothing of destroying a graph in flight), never waited for.
+        self.enter()?;
+        self.graphs.retire("destroy_graph", graph.0, GpuGraph::busy)
     }
 }

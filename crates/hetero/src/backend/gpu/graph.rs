@@ -11,18 +11,22 @@ use super::stream::GpuStream;
 use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId};
 use crate::error::Result;
 
-/// An instantiated graph and the streams its launches may still run on.
+/// An instantiated graph, and what its launches may still be running.
 pub(super) struct GpuGraph<R: Runtime> {
     exec: Mutex<Launched<R>>,
     runtime: Arc<R>,
 }
 
-/// The executable and, where the runtime does not say that destroying or
-/// updating it leaves queued launches alone
-/// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]), the stream of its last launch.
+/// The executable, and where the runtime does not say that destroying or
+/// updating one leaves queued launches alone
+/// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]): the stream of its last launch,
+/// and executables replaced while a launch of theirs may be queued, each
+/// with its stream, destroyed once that stream is idle. Nothing here ever
+/// waits for a stream: a launch may wait for a gate the caller opens later.
 struct Launched<R: Runtime> {
     exec: R::GraphExec,
     last: Option<Arc<GpuStream<R>>>,
+    old: Vec<(R::GraphExec, Arc<GpuStream<R>>)>,
 }
 
 // SAFETY: runtime graph handles may be used from any thread (the runtimes
@@ -32,16 +36,29 @@ unsafe impl<R: Runtime> Send for GpuGraph<R> {}
 // SAFETY: as above.
 unsafe impl<R: Runtime> Sync for GpuGraph<R> {}
 
+/// Whether `stream` has finished its work, or can never run it (a stream
+/// whose query fails holds nothing that will run).
+fn idle<R: Runtime>(runtime: &R, stream: &GpuStream<R>) -> bool {
+    // SAFETY: a live stream of the device, which is current (every caller entered it).
+    unsafe { runtime.stream_query(stream.raw) }.unwrap_or(true)
+}
+
 impl<R: Runtime> Launched<R> {
-    /// Waits for the last launch where the runtime needs that before the
-    /// executable changes or goes.
-    fn settle(&mut self, runtime: &R) {
-        if let Some(stream) = self.last.take() {
-            // SAFETY: a live stream of the device, which is current (every
-            // caller entered it); the wait ends once the launch has run or
-            // can never run.
-            let _ = unsafe { runtime.stream_synchronize(stream.raw) };
-        }
+    /// Destroys the replaced executables whose streams are idle.
+    fn prune(&mut self, runtime: &R) {
+        self.old.retain(|(exec, stream)| {
+            let done = idle(runtime, stream);
+            if done {
+                // SAFETY: replaced, destroyed once, its launches done.
+                unsafe { runtime.graph_exec_destroy(*exec) };
+            }
+            !done
+        });
+    }
+
+    /// Whether a launch of the current executable may still be queued.
+    fn in_flight(&self, runtime: &R) -> bool {
+        self.last.as_ref().is_some_and(|stream| !idle(runtime, stream))
     }
 }
 
@@ -49,6 +66,9 @@ impl<R: Runtime> GpuGraph<R> {
     /// Enqueues the graph on `stream` (the device is current).
     pub(super) fn launch(&self, stream: &Arc<GpuStream<R>>) -> Result<()> {
         let mut launched = self.exec.lock().unwrap_or_else(PoisonError::into_inner);
+        if !R::GRAPHS_OUTLIVE_LAUNCHES {
+            launched.prune(&self.runtime);
+        }
         // SAFETY: a live executable and stream of the current device.
         unsafe { self.runtime.graph_launch(launched.exec, stream.raw) }?;
         if !R::GRAPHS_OUTLIVE_LAUNCHES {
@@ -56,15 +76,29 @@ impl<R: Runtime> GpuGraph<R> {
         }
         Ok(())
     }
+
+    /// Whether destroying the graph now could free an executable a queued
+    /// launch still runs (the device is current).
+    pub(super) fn busy(&self) -> bool {
+        if R::GRAPHS_OUTLIVE_LAUNCHES {
+            return false;
+        }
+        let mut launched = self.exec.lock().unwrap_or_else(PoisonError::into_inner);
+        launched.prune(&self.runtime);
+        !launched.old.is_empty() || launched.in_flight(&self.runtime)
+    }
 }
 
 impl<R: Runtime> Drop for GpuGraph<R> {
     fn drop(&mut self) {
         if self.runtime.enter().is_ok() {
             let launched = self.exec.get_mut().unwrap_or_else(PoisonError::into_inner);
-            launched.settle(&self.runtime);
-            // SAFETY: destroyed once, here; the runtime frees it after its
-            // queued launches, or there are none left (settled above).
+            for (exec, _) in launched.old.drain(..) {
+                // SAFETY: destroyed once; dropped only when no launch is
+                // queued (`busy`, or the device's drop after its streams).
+                unsafe { self.runtime.graph_exec_destroy(exec) };
+            }
+            // SAFETY: as above.
             unsafe { self.runtime.graph_exec_destroy(launched.exec) };
         }
     }
@@ -214,7 +248,10 @@ impl<R: Runtime> GpuDevice<R> {
         let exec = unsafe { runtime.graph_instantiate(graph) };
         // SAFETY: as above (an instantiated graph does not need its source).
         unsafe { runtime.graph_destroy(graph) };
-        Ok(GpuGraph { exec: Mutex::new(Launched { exec: exec?, last: None }), runtime: Arc::clone(self.runtime_arc()) })
+        Ok(GpuGraph {
+            exec: Mutex::new(Launched { exec: exec?, last: None, old: Vec::new() }),
+            runtime: Arc::clone(self.runtime_arc()),
+        })
     }
 
     /// [`Device::update_graph`]: capture `nodes` again and update the
@@ -228,23 +265,32 @@ impl<R: Runtime> GpuDevice<R> {
         let captured = unsafe { self.capture(nodes) }?;
         let runtime = self.runtime();
         let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
-        if !R::GRAPHS_OUTLIVE_LAUNCHES {
-            launched.settle(runtime);
-        }
-        // SAFETY: a live executable and the graph just captured.
-        let result = match unsafe { runtime.graph_exec_update(launched.exec, captured) } {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                // SAFETY: as above; the old executable goes once the new
-                // one is in place (queued launches keep it, see
-                // GRAPHS_OUTLIVE_LAUNCHES, or were settled).
-                unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
-                    let old = std::mem::replace(&mut launched.exec, exec);
-                    // SAFETY: replaced above, destroyed once.
-                    unsafe { runtime.graph_exec_destroy(old) };
-                })
+        let result = if !R::GRAPHS_OUTLIVE_LAUNCHES && launched.in_flight(runtime) {
+            // A launch may be queued: a new executable, the old one kept
+            // until its stream is idle.
+            // SAFETY: the graph just captured.
+            unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
+                let old = std::mem::replace(&mut launched.exec, exec);
+                if let Some(stream) = launched.last.take() {
+                    launched.old.push((old, stream));
+                }
+            })
+        } else {
+            // SAFETY: a live executable and the graph just captured.
+            match unsafe { runtime.graph_exec_update(launched.exec, captured) } {
+                Ok(true) => Ok(()),
+                Ok(false) => {
+                    // SAFETY: as above; the old executable goes once the
+                    // new one is in place (queued launches keep it, see
+                    // GRAPHS_OUTLIVE_LAUNCHES, or none is queued).
+                    unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
+                        let old = std::mem::replace(&mut launched.exec, exec);
+                        // SAFETY: replaced above, destroyed once.
+                        unsafe { runtime.graph_exec_destroy(old) };
+                    })
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
         };
         // SAFETY: the captured graph, destroyed once.
         unsafe { runtime.graph_destroy(captured) };

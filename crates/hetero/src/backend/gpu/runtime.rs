@@ -82,7 +82,9 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     type GraphExec: Copy + 'static;
     /// Whether the runtime documents that destroying or updating an
     /// instantiated graph leaves launches already queued as they were
-    /// (CUDA does; HIP states nothing, so the device waits for them first).
+    /// (CUDA does; HIP states nothing, so the device keeps an executable
+    /// until the stream of its last launch is idle, and updates one that
+    /// may be in flight by instantiating a new one).
     const GRAPHS_OUTLIVE_LAUNCHES: bool;
 
     /// The process-wide cache of built modules of this runtime.
