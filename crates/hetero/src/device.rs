@@ -247,23 +247,24 @@ impl LaunchConfig {
 }
 
 /// One operation of a graph, as [`crate::Device::create_graph`] takes it:
-/// what the trait's enqueue methods take, with pinned host addresses as
-/// numbers so that a graph's description is plain data.
+/// what the trait's enqueue methods take, with pinned memory as ranges of
+/// its allocation (each backend finds its host address, or its buffer),
+/// so that a graph's description is plain data.
 #[derive(Debug, Clone, PartialEq)]
 pub enum GraphOp {
-    /// [`crate::Device::copy_h2d`] from the pinned host address `src`.
+    /// [`crate::Device::copy_h2d`] from a range of a pinned allocation.
     CopyH2D {
-        /// Host address of the first byte (pinned memory of this device).
-        src: usize,
-        /// Destination range (its length is the copy's).
+        /// Source range, of a pinned allocation of this device.
+        src: DeviceRange,
+        /// Destination range, of the same length.
         dst: DeviceRange,
     },
-    /// [`crate::Device::copy_d2h`] into the pinned host address `dst`.
+    /// [`crate::Device::copy_d2h`] into a range of a pinned allocation.
     CopyD2H {
-        /// Source range (its length is the copy's).
+        /// Source range.
         src: DeviceRange,
-        /// Host address of the first byte (pinned memory of this device).
-        dst: usize,
+        /// Destination range, of a pinned allocation of this device, of the same length.
+        dst: DeviceRange,
     },
     /// [`crate::Device::copy_d2d`].
     CopyD2D {
@@ -686,6 +687,19 @@ pub fn check_range(backend: Backend, call: &'static str, offset: usize, len: usi
             format!("byte range {offset}..{} is outside the allocation of {size} bytes", offset as u128 + len as u128),
         )),
     }
+}
+
+/// The host address of a range of a pinned allocation, checked against
+/// the allocation's size.
+///
+/// # Safety
+/// `range.alloc` must be a pinned allocation owned by the caller.
+pub(crate) unsafe fn pinned_address<D: Device>(device: &D, range: DeviceRange) -> Result<*mut u8> {
+    // SAFETY: the caller's contract.
+    let (base, size) = unsafe { (device.pinned_ptr(range.alloc)?, device.alloc_size(range.alloc)?) };
+    check_range(device.info().backend, "pinned range", range.offset, range.len, size)?;
+    // SAFETY: the range lies within the allocation (checked above).
+    Ok(unsafe { base.as_ptr().add(range.offset) })
 }
 
 /// Checks that a device-to-device copy's ranges have one length and, within

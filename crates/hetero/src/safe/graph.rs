@@ -689,18 +689,15 @@ impl<'b, D: Device> Graph<'b, D> {
         DeviceRange { alloc: base.alloc, offset: u.offset, len: u.len }
     }
 
-    fn host(&self, u: Use) -> Result<usize> {
-        Ok(self.slots[u.slot].base().host_ptr()? as usize + u.offset)
-    }
-
     /// The backend's nodes for the current bindings and arguments.
     fn raw_nodes(&self) -> Result<Vec<GraphNode>> {
+        // Pinned sides are ranges of their allocations (`GraphOp`).
         let mut nodes = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
             let op = match &step.op {
                 Op::Copy { src, dst } => match (self.slots[src.slot].pinned, self.slots[dst.slot].pinned) {
-                    (true, _) => GraphOp::CopyH2D { src: self.host(*src)?, dst: self.range(*dst) },
-                    (_, true) => GraphOp::CopyD2H { src: self.range(*src), dst: self.host(*dst)? },
+                    (true, _) => GraphOp::CopyH2D { src: self.range(*src), dst: self.range(*dst) },
+                    (_, true) => GraphOp::CopyD2H { src: self.range(*src), dst: self.range(*dst) },
                     _ => GraphOp::CopyD2D { src: self.range(*src), dst: self.range(*dst) },
                 },
                 Op::Fill { dst, pattern } => GraphOp::Fill { dst: self.range(*dst), pattern: *pattern },
@@ -1048,8 +1045,12 @@ fn replay_nodes<D: Device>(device: &D, nodes: &[GraphNode], stream: StreamId) ->
         // buffers and kernels (`Graph::replay`).
         let done = unsafe {
             match &node.op {
-                GraphOp::CopyH2D { src, dst } => device.copy_h2d(*src as *const u8, *dst, stream),
-                GraphOp::CopyD2H { src, dst } => device.copy_d2h(*src, *dst as *mut u8, stream),
+                GraphOp::CopyH2D { src, dst } => {
+                    crate::device::pinned_address(device, *src).and_then(|host| device.copy_h2d(host, *dst, stream))
+                }
+                GraphOp::CopyD2H { src, dst } => {
+                    crate::device::pinned_address(device, *dst).and_then(|host| device.copy_d2h(*src, host, stream))
+                }
                 GraphOp::CopyD2D { src, dst } => device.copy_d2d(*src, *dst, stream),
                 GraphOp::Fill { dst, pattern } => device.fill_u32(*dst, *pattern, stream),
                 GraphOp::Launch { kernel, config, args } => device.launch(*kernel, config, args, stream),

@@ -57,7 +57,7 @@ pub fn replays_run_the_recorded_work_with_changed_arguments(ctx: &Context) {
     rec.copy(s, px, pout).unwrap();
     let mut graph = rec.finish().unwrap();
     assert_eq!(graph.len(), 3);
-    assert_eq!(graph.is_native(), matches!(ctx.info().backend, Backend::Cuda | Backend::Hip));
+    assert_eq!(graph.is_native(), hetero::Device::native_graphs(ctx.device()));
     for round in 0..6u32 {
         let start: Vec<u32> = (0..n as u32).map(|i| i * 7 + round).collect();
         graph.host_slice_mut(pin).unwrap().copy_from_slice(&start);

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::device::GpuDevice;
 use super::runtime::Runtime;
 use super::stream::GpuStream;
-use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId};
+use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId, pinned_address};
 use crate::error::Result;
 
 /// An instantiated graph, and what its launches may still be running.
@@ -216,8 +216,8 @@ impl<R: Runtime> GpuDevice<R> {
             // ranges and addresses; the streams and events are private.
             unsafe {
                 match &node.op {
-                    GraphOp::CopyH2D { src, dst } => self.copy_h2d(*src as *const u8, *dst, stream)?,
-                    GraphOp::CopyD2H { src, dst } => self.copy_d2h(*src, *dst as *mut u8, stream)?,
+                    GraphOp::CopyH2D { src, dst } => self.copy_h2d(pinned_address(self, *src)?, *dst, stream)?,
+                    GraphOp::CopyD2H { src, dst } => self.copy_d2h(*src, pinned_address(self, *dst)?, stream)?,
                     GraphOp::CopyD2D { src, dst } => self.copy_d2d(*src, *dst, stream)?,
                     GraphOp::Fill { dst, pattern } => self.fill_u32(*dst, *pattern, stream)?,
                     GraphOp::Launch { kernel, config, args } => self.launch(*kernel, config, args, stream)?,

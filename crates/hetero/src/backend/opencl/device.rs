@@ -19,6 +19,7 @@ use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
 use super::event::{self, ClEvent, is_complete};
+use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{ClMemory, Staging, View};
 use super::module::{self, ClKernel};
 use super::stream::{self, ClStream, Queues};
@@ -27,9 +28,9 @@ use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
 use crate::device::KernelLimits;
 use crate::device::{
-    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, INLINE_ARGS, KernelArg, KernelId, LaunchConfig,
-    ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range,
-    check_kernel_limits, check_range,
+    AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp, INLINE_ARGS, KernelArg,
+    KernelId, LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId,
+    check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::device::{PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
@@ -53,6 +54,10 @@ pub struct OpenClDevice {
     allocs: Allocations<ClMemory>,
     modules: Handles<opencl3::program::Program>,
     kernels: Handles<ClKernel>,
+    graphs: Handles<ClGraph>,
+    /// `cl_khr_command_buffer`, where the device has it and graphs may use
+    /// it ([`graph::GRAPHS_ENV`]).
+    command_buffers: Option<CommandBuffers>,
     /// The queue for this device's half of staged peer copies that run on
     /// another device's stream; made at the first.
     peer_queue: Mutex<Option<Arc<ClStream>>>,
@@ -121,6 +126,7 @@ impl OpenClDevice {
             pci_bus_id: pci_bus_id(&device, &extensions),
             uuid: uuid(&device, &extensions),
         };
+        let command_buffers = if graph::allowed()? { CommandBuffers::find(&device) } else { None };
         let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
         let mapper = Arc::new(stream::create(&context, false)?);
         Ok(Self {
@@ -136,6 +142,8 @@ impl OpenClDevice {
             allocs: Allocations::new(Backend::OpenCl),
             modules: Handles::new(Backend::OpenCl, "module"),
             kernels: Handles::new(Backend::OpenCl, "kernel"),
+            graphs: Handles::new(Backend::OpenCl, "graph"),
+            command_buffers,
             peer_queue: Mutex::new(None),
         })
     }
@@ -415,8 +423,44 @@ impl OpenClDevice {
         stream: StreamId,
     ) -> Result<()> {
         let queue = self.queue("launch", stream)?;
-        // Buffers at an offset become sub-buffers, released once enqueued
-        // (the runtime keeps them alive for the command).
+        // SAFETY: the caller's contract, passed on.
+        let (guard, subs) = unsafe { self.bind_args(instance, dynamic_local, config, args) }?;
+        let (global, local) = shape(config);
+        // SAFETY: arguments are set; sizes are validated; the caller
+        // guarantees the kernel stays within its buffers; the wait list is
+        // valid for the call.
+        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
+            enqueue_nd_range_kernel(
+                queue.queue.get(),
+                guard.get(),
+                3,
+                std::ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                n,
+                list,
+            )
+        });
+        // The runtime keeps the sub-buffers alive for the command.
+        drop(guard);
+        drop(subs);
+        launched
+    }
+
+    /// Sets `args` on `instance` (locked, returned with the sub-buffers
+    /// made for arguments at an offset, to release once the command that
+    /// uses them is enqueued or recorded).
+    ///
+    /// # Safety
+    /// As [`Device::launch`]; `instance` is the launched kernel's.
+    unsafe fn bind_args<'k>(
+        &self,
+        instance: &'k Mutex<Kernel>,
+        dynamic_local: bool,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(std::sync::MutexGuard<'k, Kernel>, Vec<SubBuffer>)> {
+        // Buffers at an offset become sub-buffers.
         let mut subs: Vec<SubBuffer> = Vec::new();
         let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
         for arg in args {
@@ -457,27 +501,149 @@ impl OpenClDevice {
             unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
                 .map_err(from_cl("clSetKernelArg"))?;
         }
-        let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
-        let local: [usize; 3] = config.block.map(|b| b as usize);
-        // SAFETY: arguments are set; sizes are validated; the caller
-        // guarantees the kernel stays within its buffers; the wait list is
-        // valid for the call.
-        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
-            enqueue_nd_range_kernel(
-                queue.queue.get(),
-                guard.get(),
-                3,
-                std::ptr::null(),
-                global.as_ptr(),
-                local.as_ptr(),
-                n,
-                list,
-            )
-        });
-        drop(guard);
-        drop(subs);
-        launched
+        Ok((guard, subs))
     }
+
+    /// Checks a graph's nodes as their enqueues would (ranges, kinds of
+    /// memory, kernels and launch shapes), enqueueing nothing.
+    fn check_nodes(&self, nodes: &[GraphNode]) -> Result<()> {
+        for node in nodes {
+            match &node.op {
+                GraphOp::CopyH2D { src, dst } => {
+                    self.pinned_range("create_graph", *src)?;
+                    self.device_range("create_graph", *dst)?;
+                }
+                GraphOp::CopyD2H { src, dst } => {
+                    self.device_range("create_graph", *src)?;
+                    self.pinned_range("create_graph", *dst)?;
+                }
+                GraphOp::CopyD2D { src, dst } => {
+                    check_copy_ranges(Backend::OpenCl, *src, *dst)?;
+                    self.device_range("create_graph", *src)?;
+                    self.device_range("create_graph", *dst)?;
+                }
+                GraphOp::Fill { dst, .. } => {
+                    check_fill_range(Backend::OpenCl, *dst)?;
+                    self.device_range("create_graph", *dst)?;
+                }
+                GraphOp::Launch { kernel, config, args } => {
+                    config.validate(&self.info, "create_graph")?;
+                    self.kernels.with("create_graph", kernel.0, |k| self.check_launch(k, config, args))??;
+                }
+                GraphOp::Record { .. } | GraphOp::Wait { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A pinned buffer's range, checked.
+    fn pinned_range(&self, call: &'static str, range: DeviceRange) -> Result<View> {
+        let mem = self.range(call, range)?;
+        if !mem.pinned {
+            return Err(error(call, ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory"));
+        }
+        Ok(mem)
+    }
+
+    /// Records `nodes` into a command buffer of `queue`: each command after
+    /// the last of its graph stream and the graph events that stream waits
+    /// for (module `graph`).
+    fn record_graph(&self, calls: CommandBuffers, queue: &ClStream, nodes: &[GraphNode]) -> Result<Recording> {
+        let mut recording = Recording::new(calls, queue.queue.get())?;
+        let streams = nodes.iter().map(|n| n.stream + 1).max().unwrap_or(0);
+        let events = nodes
+            .iter()
+            .filter_map(|n| match n.op {
+                GraphOp::Record { event } | GraphOp::Wait { event } => Some(event + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let mut last: Vec<Option<u32>> = vec![None; streams];
+        let mut waits: Vec<Vec<u32>> = vec![Vec::new(); streams];
+        let mut recorded: Vec<Option<u32>> = vec![None; events];
+        for node in nodes {
+            let s = node.stream;
+            let copy = |src: View, src_offset: usize, dst: View, dst_offset: usize, len: usize| Command::Copy {
+                src: src.mem,
+                src_offset,
+                dst: dst.mem,
+                dst_offset,
+                len,
+            };
+            let command = match &node.op {
+                GraphOp::Record { event } => {
+                    recorded[*event] = last[s];
+                    continue;
+                }
+                GraphOp::Wait { event } => {
+                    waits[s].extend(recorded[*event]);
+                    continue;
+                }
+                GraphOp::CopyH2D { src, dst } => {
+                    let (from, to) =
+                        (self.pinned_range("create_graph", *src)?, self.device_range("create_graph", *dst)?);
+                    copy(from, src.offset, to, dst.offset, dst.len)
+                }
+                GraphOp::CopyD2H { src, dst } => {
+                    let (from, to) =
+                        (self.device_range("create_graph", *src)?, self.pinned_range("create_graph", *dst)?);
+                    copy(from, src.offset, to, dst.offset, src.len)
+                }
+                GraphOp::CopyD2D { src, dst } => {
+                    let (from, to) =
+                        (self.device_range("create_graph", *src)?, self.device_range("create_graph", *dst)?);
+                    copy(from, src.offset, to, dst.offset, src.len)
+                }
+                GraphOp::Fill { dst, pattern } => {
+                    let to = self.device_range("create_graph", *dst)?;
+                    Command::Fill { dst: to.mem, offset: dst.offset, len: dst.len, pattern: *pattern }
+                }
+                GraphOp::Launch { kernel, config, args } => {
+                    let (instance, dynamic_local) = self.kernels.with("create_graph", kernel.0, |k| {
+                        self.check_launch(k, config, args).map(|dynamic_local| (k.instance(), dynamic_local))
+                    })??;
+                    // SAFETY: the caller's contract (`Device::create_graph`)
+                    // covers the kernel's arguments.
+                    let (guard, subs) = unsafe { self.bind_args(&instance, dynamic_local, config, args) }?;
+                    let kernel = recording.own_kernel(guard.get());
+                    drop(guard);
+                    let kernel = kernel?;
+                    let (global, local) = shape(config);
+                    let mut after = last[s].into_iter().collect::<Vec<_>>();
+                    after.append(&mut waits[s]);
+                    // SAFETY: the arguments are set on the recording's own
+                    // copy of the kernel, which nothing else sets.
+                    let point = unsafe { recording.record(&Command::Kernel { kernel, global, local }, &after) }?;
+                    for sub in subs {
+                        recording.keep(sub.0);
+                        std::mem::forget(sub);
+                    }
+                    last[s] = Some(point);
+                    continue;
+                }
+            };
+            let empty = match command {
+                Command::Copy { len, .. } | Command::Fill { len, .. } => len == 0,
+                Command::Kernel { .. } => false,
+            };
+            if empty {
+                continue;
+            }
+            let mut after = last[s].into_iter().collect::<Vec<_>>();
+            after.append(&mut waits[s]);
+            // SAFETY: buffers of this context, ranges checked above.
+            last[s] = Some(unsafe { recording.record(&command, &after) }?);
+        }
+        recording.finalize()?;
+        Ok(recording)
+    }
+}
+
+/// A launch's global and local sizes, in work-items.
+fn shape(config: &LaunchConfig) -> ([usize; 3], [usize; 3]) {
+    let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
+    (global, config.block.map(|b| b as usize))
 }
 
 /// Completes a user event unless it already is.
@@ -787,6 +953,44 @@ impl Device for OpenClDevice {
         })??;
         // SAFETY: the caller's contract, passed on.
         unsafe { self.launch_instance(&instance, dynamic_local, config, args, stream) }
+    }
+
+    fn native_graphs(&self) -> bool {
+        self.command_buffers.is_some()
+    }
+
+    unsafe fn create_graph(&self, nodes: &[GraphNode]) -> Result<GraphId> {
+        if self.command_buffers.is_none() {
+            return Err(error(
+                "create_graph",
+                ErrorKind::InvalidHandle,
+                "this device has no usable cl_khr_command_buffer (or HETERO_OPENCL_GRAPHS=replay): native_graphs is false",
+            ));
+        }
+        self.check_nodes(nodes)?;
+        Ok(GraphId(self.graphs.insert(ClGraph::new(nodes))))
+    }
+
+    unsafe fn update_graph(&self, graph: GraphId, nodes: &[GraphNode]) -> Result<()> {
+        let graph = self.graphs.get("update_graph", graph.0)?;
+        self.check_nodes(nodes)?;
+        graph.update(nodes);
+        Ok(())
+    }
+
+    unsafe fn launch_graph(&self, graph: GraphId, stream: StreamId) -> Result<()> {
+        let calls = self
+            .command_buffers
+            .ok_or_else(|| error("launch_graph", ErrorKind::InvalidHandle, "this device builds no command buffers"))?;
+        let queue = self.queue("launch_graph", stream)?;
+        let graph = self.graphs.get("launch_graph", graph.0)?;
+        let recording = graph.recording(stream, |nodes| self.record_graph(calls, &queue, nodes))?;
+        queue.enqueue("clEnqueueCommandBufferKHR", &mut |n, list| recording.enqueue(n, list))
+    }
+
+    unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
+        // The runtime keeps a command buffer until its queued runs are done.
+        self.graphs.remove("destroy_graph", graph.0).map(drop)
     }
 }
 

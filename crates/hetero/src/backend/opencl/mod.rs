@@ -11,6 +11,7 @@
 mod device;
 mod error;
 mod event;
+mod graph;
 mod memory;
 mod module;
 mod stream;
