@@ -83,6 +83,7 @@ macro_rules! backend_tests {
             #[case::blocking_copy_shared_stream(semantics::enqueue_is_not_held_by_a_blocking_copy)]
             #[case::kernel_limits(limits::kernels_run_at_the_block_size_their_limits_allow)]
             #[case::events_before_synchronize(limits::events_before_a_synchronize_have_completed)]
+            #[case::offset_arguments(semantics::arguments_at_offsets_outlive_their_queued_launches)]
             #[case::graph_replays(graphs::replays_run_the_recorded_work_with_changed_arguments)]
             #[case::graph_streams(graphs::graph_streams_are_ordered_by_graph_events)]
             #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]

@@ -697,3 +697,40 @@ pub fn enqueue_is_not_held_by_a_blocking_copy(ctx: &Context) {
         }
     }
 }
+
+/// Regression: a kernel argument at an offset into a buffer (an OpenCL
+/// sub-buffer) was released right after its launch was enqueued, which
+/// crashed NVIDIA's OpenCL driver in `clReleaseMemObject` when the launch
+/// was not flushed yet (pull's packed arrays). Launches at several
+/// offsets, held behind a gate, then run and leave their results.
+pub fn arguments_at_offsets_outlive_their_queued_launches(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let gate = ctx.user_event().unwrap();
+    // 1 KiB apart: every device's sub-buffer alignment divides it.
+    let (part, parts) = (256usize, 6usize);
+    let mut x = stream.upload(&vec![1u32; part * parts]).unwrap();
+    stream.synchronize().unwrap();
+    stream.wait(&gate).unwrap();
+    let threads = kernel.block_size(BlockRequest::new(64));
+    for k in 0..parts {
+        for _ in 0..3 {
+            let xs = x.slice_mut(k * part..(k + 1) * part).unwrap();
+            let config = LaunchConfig::covering([part as u32, 1, 1], [threads, 1, 1], 0);
+            // SAFETY: affine_u32 touches x[offset..offset + part), within x.
+            unsafe {
+                stream.launch(
+                    &kernel,
+                    config,
+                    &[(&xs).into(), (part as u32).into(), 1u32.into(), (k as u32 + 1).into()],
+                )
+            }
+            .unwrap();
+        }
+    }
+    gate.complete().unwrap();
+    let got = stream.download(&x).unwrap();
+    for k in 0..parts {
+        assert!(got[k * part..(k + 1) * part].iter().all(|&v| v == 1 + 3 * (k as u32 + 1)), "part {k}");
+    }
+}

@@ -13,7 +13,6 @@ use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
 use opencl3::kernel::Kernel;
-use opencl3::memory::{CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region, create_sub_buffer};
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
 use smallvec::SmallVec;
 
@@ -272,8 +271,14 @@ impl OpenClDevice {
         Ok(mem)
     }
 
-    /// A sub-buffer starting at `offset` (kernels take buffers, not pointers).
-    fn sub_buffer(&self, mem: &View, offset: usize) -> Result<cl_mem> {
+    /// The buffer of a kernel argument at `offset` bytes into device
+    /// allocation `alloc`: the buffer itself, or its sub-buffer from that
+    /// offset (kernels take buffers, not pointers), kept by the allocation.
+    fn argument_buffer(&self, alloc: AllocId, offset: usize) -> Result<cl_mem> {
+        let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
+        if offset == 0 {
+            return Ok(mem.mem);
+        }
         if !offset.is_multiple_of(self.base_align) {
             return Err(error(
                 "clCreateSubBuffer",
@@ -284,17 +289,7 @@ impl OpenClDevice {
                 ),
             ));
         }
-        let region = cl_buffer_region { origin: offset, size: (mem.size - offset).max(1) };
-        // SAFETY: mem is live and the region lies within it (offset <= size checked by the caller).
-        unsafe {
-            create_sub_buffer(
-                mem.mem,
-                CL_MEM_READ_WRITE,
-                CL_BUFFER_CREATE_TYPE_REGION,
-                (&raw const region).cast::<c_void>(),
-            )
-        }
-        .map_err(from_code("clCreateSubBuffer"))
+        self.allocs.with("launch", alloc.0, |memory| memory.sub_buffer(offset))?
     }
 
     /// Enqueues a write of host memory at `src` into `dst`, blocking or not.
@@ -424,7 +419,7 @@ impl OpenClDevice {
     ) -> Result<()> {
         let queue = self.queue("launch", stream)?;
         // SAFETY: the caller's contract, passed on.
-        let (guard, subs) = unsafe { self.bind_args(instance, dynamic_local, config, args) }?;
+        let guard = unsafe { self.bind_args(instance, dynamic_local, config, args) }?;
         let (global, local) = shape(config);
         // SAFETY: arguments are set; sizes are validated; the caller
         // guarantees the kernel stays within its buffers; the wait list is
@@ -441,15 +436,11 @@ impl OpenClDevice {
                 list,
             )
         });
-        // The runtime keeps the sub-buffers alive for the command.
         drop(guard);
-        drop(subs);
         launched
     }
 
-    /// Sets `args` on `instance` (locked, returned with the sub-buffers
-    /// made for arguments at an offset, to release once the command that
-    /// uses them is enqueued or recorded).
+    /// Sets `args` on `instance`, returned locked.
     ///
     /// # Safety
     /// As [`Device::launch`]; `instance` is the launched kernel's.
@@ -459,20 +450,11 @@ impl OpenClDevice {
         dynamic_local: bool,
         config: &LaunchConfig,
         args: &[KernelArg],
-    ) -> Result<(std::sync::MutexGuard<'k, Kernel>, Vec<SubBuffer>)> {
-        // Buffers at an offset become sub-buffers.
-        let mut subs: Vec<SubBuffer> = Vec::new();
+    ) -> Result<std::sync::MutexGuard<'k, Kernel>> {
         let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
         for arg in args {
             if let KernelArg::Buffer { alloc, offset } = *arg {
-                let mem = self.device_range("launch", DeviceRange { alloc, offset, len: 0 })?;
-                if offset == 0 {
-                    mems.push(mem.mem);
-                } else {
-                    let sub = self.sub_buffer(&mem, offset)?;
-                    subs.push(SubBuffer(sub));
-                    mems.push(sub);
-                }
+                mems.push(self.argument_buffer(alloc, offset)?);
             }
         }
         let guard = module::lock(instance);
@@ -501,7 +483,7 @@ impl OpenClDevice {
             unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
                 .map_err(from_cl("clSetKernelArg"))?;
         }
-        Ok((guard, subs))
+        Ok(guard)
     }
 
     /// Checks a graph's nodes as their enqueues would (ranges, kinds of
@@ -605,7 +587,7 @@ impl OpenClDevice {
                     })??;
                     // SAFETY: the caller's contract (`Device::create_graph`)
                     // covers the kernel's arguments.
-                    let (guard, subs) = unsafe { self.bind_args(&instance, dynamic_local, config, args) }?;
+                    let guard = unsafe { self.bind_args(&instance, dynamic_local, config, args) }?;
                     let kernel = recording.own_kernel(guard.get());
                     drop(guard);
                     let kernel = kernel?;
@@ -615,10 +597,6 @@ impl OpenClDevice {
                     // SAFETY: the arguments are set on the recording's own
                     // copy of the kernel, which nothing else sets.
                     let point = unsafe { recording.record(&Command::Kernel { kernel, global, local }, &after) }?;
-                    for sub in subs {
-                        recording.keep(sub.0);
-                        std::mem::forget(sub);
-                    }
                     last[s] = Some(point);
                     continue;
                 }
@@ -1010,15 +988,5 @@ impl Drop for OpenClDevice {
         if let Some(queue) = self.peer_queue.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = queue.finish();
         }
-    }
-}
-
-/// A sub-buffer made for one launch, released on drop.
-struct SubBuffer(cl_mem);
-
-impl Drop for SubBuffer {
-    fn drop(&mut self) {
-        // SAFETY: created by clCreateSubBuffer for one launch; released once.
-        let _ = unsafe { opencl3::memory::release_mem_object(self.0) };
     }
 }

@@ -232,8 +232,6 @@ pub(super) enum Command {
 pub(super) struct Recording {
     buffer: CommandBuffer,
     calls: CommandBuffers,
-    /// Sub-buffers for kernel arguments at offsets, released after the buffer.
-    keep: Vec<cl_mem>,
     /// A kernel object of each launch, its arguments set for it alone:
     /// PoCL 3.1 reads a recorded kernel's arguments from the kernel object
     /// again at each enqueue (not when recorded, as the extension says),
@@ -255,12 +253,7 @@ impl Recording {
         if status != 0 || buffer.is_null() {
             return Err(super::error::cl_error("clCreateCommandBufferKHR", status));
         }
-        Ok(Self { buffer, calls, keep: Vec::new(), kernels: Vec::new() })
-    }
-
-    /// Keeps `mem` (a sub-buffer) until the command buffer is released.
-    pub(super) fn keep(&mut self, mem: cl_mem) {
-        self.keep.push(mem);
+        Ok(Self { buffer, calls, kernels: Vec::new() })
     }
 
     /// A copy of `kernel` with its arguments as set now, owned by the
@@ -351,9 +344,6 @@ impl Drop for Recording {
         // memory objects its commands use, until its pending runs complete.
         unsafe {
             let _ = (self.calls.release)(self.buffer);
-            for &mem in &self.keep {
-                let _ = opencl3::memory::release_mem_object(mem);
-            }
             for &kernel in &self.kernels {
                 let _ = opencl3::kernel::release_kernel(kernel);
             }

@@ -7,11 +7,12 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::{CommandQueue, enqueue_map_buffer, enqueue_unmap_mem_object};
 use opencl3::memory::{
-    CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, create_buffer, release_mem_object,
+    CL_BUFFER_CREATE_TYPE_REGION, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
+    cl_buffer_region, create_buffer, create_sub_buffer, release_mem_object,
 };
 use opencl3::types::{CL_BLOCKING, cl_context, cl_mem};
 
@@ -26,26 +27,37 @@ pub(super) struct ClMemory {
     pub(super) mem: cl_mem,
     pub(super) size: usize,
     mapped: Option<(NonNull<u8>, Arc<CommandQueue>)>,
+    /// Sub-buffers from a byte offset to the end, for kernel arguments at
+    /// that offset, made once and released with the buffer: releasing one
+    /// right after enqueueing the kernel that uses it crashed NVIDIA's
+    /// OpenCL driver (580, H100: in clReleaseMemObject, the kernel not yet
+    /// flushed), though OpenCL keeps a memory object alive for its queued
+    /// commands. The buffer outlives every command that uses it (the
+    /// trait's contract), so these do too.
+    subs: Mutex<Vec<(usize, cl_mem)>>,
 }
+
+/// Distinct kernel-argument offsets one buffer keeps sub-buffers for.
+pub(super) const MAX_SUB_BUFFERS: usize = 1 << 16;
 
 // SAFETY: OpenCL memory objects may be used from any thread; the mapped
 // pointer is only handed out under the Device contract.
 unsafe impl Send for ClMemory {}
-// SAFETY: as above; no interior state is mutated through &ClMemory.
+// SAFETY: as above; the sub-buffer list is behind its lock.
 unsafe impl Sync for ClMemory {}
 
 impl ClMemory {
     /// A device buffer of `size` bytes; `limit` is the device's largest allocation.
     pub(super) fn device(context: cl_context, size: usize, limit: u64) -> Result<Self> {
         let mem = create(context, CL_MEM_READ_WRITE, size, limit, "alloc_device")?;
-        Ok(Self { mem, size, mapped: None })
+        Ok(Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()) })
     }
 
     /// A mapped, zeroed host buffer of `size` bytes, mapped through `queue`
     /// (the device's queue for mapping, which runs nothing else).
     pub(super) fn pinned(context: cl_context, queue: Arc<CommandQueue>, size: usize, limit: u64) -> Result<Self> {
         let mem = create(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, limit, "alloc_pinned")?;
-        let mut memory = Self { mem, size, mapped: None };
+        let mut memory = Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()) };
         let mut host: cl_mem = std::ptr::null_mut();
         // SAFETY: mem is a live buffer of max(size, 1) bytes; the blocking
         // map returns a pointer valid until it is unmapped in drop.
@@ -70,6 +82,34 @@ impl ClMemory {
         unsafe { ptr.as_ptr().write_bytes(0, size) };
         memory.mapped = Some((ptr, queue));
         Ok(memory)
+    }
+
+    /// The sub-buffer from byte `offset` (at most the size, aligned as the
+    /// device needs: checked by the caller) to the end, made at the first
+    /// use of that offset and kept until the buffer is released.
+    pub(super) fn sub_buffer(&self, offset: usize) -> Result<cl_mem> {
+        let mut subs = self.subs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(&(_, sub)) = subs.iter().find(|(at, _)| *at == offset) {
+            return Ok(sub);
+        }
+        if subs.len() >= MAX_SUB_BUFFERS {
+            return Err(error(
+                "clCreateSubBuffer",
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "kernels took arguments at {MAX_SUB_BUFFERS} distinct offsets into one buffer; pass fewer distinct offsets (or whole buffers with an index)"
+                ),
+            ));
+        }
+        let region = cl_buffer_region { origin: offset, size: (self.size - offset).max(1) };
+        // SAFETY: mem is live and the region lies within it (offset <= size
+        // checked by the caller).
+        let sub = unsafe {
+            create_sub_buffer(self.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, (&raw const region).cast())
+        }
+        .map_err(from_code("clCreateSubBuffer"))?;
+        subs.push((offset, sub));
+        Ok(sub)
     }
 
     /// The mapped host pointer of a pinned buffer.
@@ -119,6 +159,11 @@ impl Drop for ClMemory {
                 drop(opencl3::event::Event::new(event));
             }
             let _ = queue.finish();
+        }
+        for (_, sub) in self.subs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+            // SAFETY: made by sub_buffer, released once; no command uses
+            // the buffer any more (the Device contract).
+            let _ = unsafe { release_mem_object(sub) };
         }
         // SAFETY: mem is live and released exactly once; commands that
         // still use it keep it alive inside the runtime.
