@@ -596,8 +596,10 @@ impl<'b, D: Device> Recorder<'b, D> {
             nodes: Vec::new(),
             native: None,
             dirty: false,
+            hulls: Vec::new(),
         };
         graph.nodes = graph.raw_nodes()?;
+        graph.hulls = graph.hulls();
         if graph.device.native_graphs() {
             // SAFETY: every handle and range of the nodes is of a buffer or
             // kernel borrowed by the graph for its whole life; a launch of
@@ -639,6 +641,8 @@ pub struct Graph<'b, D: Device = AnyDevice> {
     native: Option<GraphId>,
     /// Bindings or arguments changed since the nodes were handed over.
     dirty: bool,
+    /// What a replay tracks ([`Graph::hulls`]), for the current nodes.
+    hulls: Vec<(usize, usize, usize, bool)>,
 }
 
 impl<D: Device> std::fmt::Debug for Graph<'_, D> {
@@ -723,10 +727,11 @@ impl<'b, D: Device> Graph<'b, D> {
         Ok(nodes)
     }
 
-    /// Per bound buffer, the view a replay tracks: the hull of the bytes
-    /// its nodes use, written if any node writes it.
-    fn uses(&self) -> SmallVec<[View<'_, D>; 8]> {
-        let mut hull: SmallVec<[Option<(usize, usize, bool)>; 8]> = SmallVec::from_elem(None, self.slots.len());
+    /// Per bound buffer a node uses, the bytes a replay tracks: the hull
+    /// of those its nodes use (slot, offset, length), written if any node
+    /// writes it.
+    fn hulls(&self) -> Vec<(usize, usize, usize, bool)> {
+        let mut hull: Vec<Option<(usize, usize, bool)>> = vec![None; self.slots.len()];
         let mut add = |u: &Use| {
             let h = &mut hull[u.slot];
             let (start, end) = (u.offset, u.offset + u.len);
@@ -750,10 +755,15 @@ impl<'b, D: Device> Graph<'b, D> {
                 Op::Record(_) | Op::Wait(_) => {}
             }
         }
-        hull.iter()
-            .zip(&self.slots)
-            .filter_map(|(h, slot)| {
-                h.map(|(s, e, w)| slot.view(s, e - s, if w { Access::Write } else { Access::Read }))
+        hull.iter().enumerate().filter_map(|(slot, h)| h.map(|(s, e, w)| (slot, s, e - s, w))).collect()
+    }
+
+    /// The views a replay tracks, from the hulls.
+    fn uses(&self) -> SmallVec<[View<'_, D>; 8]> {
+        self.hulls
+            .iter()
+            .map(|&(slot, offset, len, write)| {
+                self.slots[slot].view(offset, len, if write { Access::Write } else { Access::Read })
             })
             .collect()
     }
@@ -764,6 +774,7 @@ impl<'b, D: Device> Graph<'b, D> {
             return Ok(());
         }
         let nodes = self.raw_nodes()?;
+        self.hulls = self.hulls();
         if let Some(id) = self.native {
             // SAFETY: as in `Recorder::finish`; the nodes have the recorded
             // shape (only bindings and scalars change).
