@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use hetero::safe::OnDevice;
 use hetero::{
-    BlockRequest, Context, Device, DeviceBuffer, Event, Graph, GraphBuffer, Kernel, LaunchConfig, Node, PinnedBuffer,
-    Stream,
+    BlockRequest, Context, Device, DeviceBuffer, Event, Graph, GraphArg, GraphBuffer, Kernel, LaunchConfig, Node,
+    PinnedBuffer, Stream,
 };
 use rand::Rng;
 
@@ -319,27 +319,19 @@ fn launch_pull_jets(
     e: EventRange,
 ) -> Result<(), hetero::Error> {
     let (at, _) = layout(&e);
-    // Each array from its start to the buffer's end: never empty, and the
-    // kernel reads only its batch's elements.
-    let [jp, je, jf, cp, ce, cf] = at.map(|a| packed.slice(a..));
-    let (jp, je, jf, cp, ce, cf) = (jp?, je?, jf?, cp?, ce?, cf?);
-    let offsets = offsets.slice(..e.jets)?;
-    let out = pull.slice_mut(..2 * e.jets)?;
-    let args = [
-        (&cp).into(),
-        (&ce).into(),
-        (&cf).into(),
+    let (packed, offsets, out) = (packed.slice(..)?, offsets.slice(..e.jets)?, pull.slice_mut(..2 * e.jets)?);
+    let mut args = vec![
+        (&packed).into(),
         (&offsets).into(),
-        (&jp).into(),
-        (&je).into(),
-        (&jf).into(),
         (&out).into(),
         (e.jets as u32).into(),
         (e.constituents as u32).into(),
     ];
-    // SAFETY: pull_jets reads constituents [0, n_constituents) of each
-    // array, offsets and jets [0, n_jets), and writes pull [0, 2 n_jets);
-    // the packed layout puts each array's elements within the buffer.
+    args.extend(at.map(|a| (a as u32).into()));
+    // SAFETY: pull_jets_packed reads constituents [0, n_constituents) and
+    // jets [0, n_jets) of each array at its offset into `packed` (the
+    // layout puts them within it), offsets [0, n_jets), and writes pull
+    // [0, 2 n_jets).
     unsafe { s.launch(kernel, pull_config(kernel, &e), &args) }
 }
 
@@ -385,18 +377,14 @@ impl<'b> LaneGraph<'b> {
             None
         } else {
             let scan = scan.record(&mut rec, s, gcounts, goffsets)?;
-            let args = vec![
-                gpacked.slice(at[3]..)?.into(),
-                gpacked.slice(at[4]..)?.into(),
-                gpacked.slice(at[5]..)?.into(),
+            let mut args = vec![
+                gpacked.read().into(),
                 goffsets.read().into(),
-                gpacked.slice(at[0]..)?.into(),
-                gpacked.slice(at[1]..)?.into(),
-                gpacked.slice(at[2]..)?.into(),
                 gpull.write().into(),
                 (first.jets as u32).into(),
                 (first.constituents as u32).into(),
             ];
+            args.extend(at.map(|a| GraphArg::from(a as u32)));
             // SAFETY: as in `launch_pull_jets`, for every batch `set`
             // makes current.
             let node = unsafe { rec.launch(s, kernel, pull_config(kernel, &first), args) }?;
@@ -429,15 +417,14 @@ impl<'b> LaneGraph<'b> {
         g.set_copy(self.packed_in, self.staged_packed.slice(from..from + len)?, self.packed.slice_mut(..len)?)?;
         if let Some((scan, node)) = &self.compute {
             scan.set_len(g, e.jets)?;
-            let kernel_args = [(0, at[3]), (1, at[4]), (2, at[5]), (4, at[0]), (5, at[1]), (6, at[2])];
             // SAFETY: as in `launch_pull_jets`: each array starts where
             // the batch's layout puts it, and the lengths are the batch's.
             unsafe {
-                for (index, a) in kernel_args {
-                    g.set_arg(*node, index, self.packed.slice(a..)?)?;
+                g.set_arg(*node, 3, e.jets as u32)?;
+                g.set_arg(*node, 4, e.constituents as u32)?;
+                for (k, a) in at.iter().enumerate() {
+                    g.set_arg(*node, 5 + k, *a as u32)?;
                 }
-                g.set_arg(*node, 8, e.jets as u32)?;
-                g.set_arg(*node, 9, e.constituents as u32)?;
             }
             let threads = self.threads;
             g.set_config(*node, LaunchConfig::linear(e.jets as u32, threads, threads as usize * 4))?;
@@ -454,7 +441,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let collisions = generate(&mut rng, events(env.size));
     let total_jets = collisions.counts.len();
     let ctx = env.ctx;
-    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets")?;
+    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets_packed")?;
     let (expect, tolerance) = reference(&collisions, block(&kernel));
     dump_inputs(env, &collisions)?;
     env.dump(Workload::Pull, "pull_ref", &[total_jets as u64, 2], &expect)?;

@@ -16,7 +16,7 @@ mod scan;
 mod util;
 mod wave;
 
-pub(super) use crate::host_kernel::{Args, Block, Fault, HostKernel};
+pub(super) use crate::host_kernel::{Args, Block, Fault, HostKernel, Slice, SliceMut};
 
 /// Every built-in kernel, with the portable source file that declares it.
 pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
@@ -50,6 +50,21 @@ pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
                 .slice::<f32>()
                 .slice::<f32>()
                 .slice_mut::<f32>()
+                .scalar::<u32>()
+                .scalar::<u32>(),
+        ),
+        (
+            PULL,
+            k("pull_jets_packed", pull::pull_jets_packed)
+                .slice::<f32>()
+                .slice::<u32>()
+                .slice_mut::<f32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
+                .scalar::<u32>()
                 .scalar::<u32>()
                 .scalar::<u32>(),
         ),

@@ -1,8 +1,8 @@
-//! `pull_jets` of `pull.kern`.
+//! `pull_jets` and `pull_jets_packed` of `pull.kern`.
 
 use std::f32::consts::PI;
 
-use super::{Args, Block, Fault, block_sum};
+use super::{Args, Block, Fault, Slice, SliceMut, block_sum};
 
 /// `wrap_dphi`: the phi difference wrapped into (-pi, pi].
 fn wrap_dphi(d: f32) -> f32 {
@@ -15,13 +15,42 @@ fn wrap_dphi(d: f32) -> f32 {
     }
 }
 
+/// One of the six arrays: a slice and the element its array starts at.
+type Array<'s, 'a> = (&'s Slice<'a, f32>, usize);
+
 pub(super) fn pull_jets(block: &Block, args: &Args) -> Fault<()> {
     let (c_pt, c_eta, c_phi) = (args.slice::<f32>(0)?, args.slice::<f32>(1)?, args.slice::<f32>(2)?);
     let offsets = args.slice::<u32>(3)?;
     let (jet_pt, jet_eta, jet_phi) = (args.slice::<f32>(4)?, args.slice::<f32>(5)?, args.slice::<f32>(6)?);
     let pull = args.slice_mut::<f32>(7)?;
-    let n_jets = args.u32(8)? as usize;
-    let n_constituents = args.u32(9)? as usize;
+    let (n_jets, n_constituents) = (args.u32(8)? as usize, args.u32(9)? as usize);
+    let constituents = [(&c_pt, 0), (&c_eta, 0), (&c_phi, 0)];
+    let jets = [(&jet_pt, 0), (&jet_eta, 0), (&jet_phi, 0)];
+    pull_block(block, constituents, &offsets, jets, &pull, n_jets, n_constituents)
+}
+
+pub(super) fn pull_jets_packed(block: &Block, args: &Args) -> Fault<()> {
+    let packed = args.slice::<f32>(0)?;
+    let offsets = args.slice::<u32>(1)?;
+    let pull = args.slice_mut::<f32>(2)?;
+    let (n_jets, n_constituents) = (args.u32(3)? as usize, args.u32(4)? as usize);
+    let at = |k: usize| args.u32(5 + k).map(|v| v as usize);
+    let jets = [(&packed, at(0)?), (&packed, at(1)?), (&packed, at(2)?)];
+    let constituents = [(&packed, at(3)?), (&packed, at(4)?), (&packed, at(5)?)];
+    pull_block(block, constituents, &offsets, jets, &pull, n_jets, n_constituents)
+}
+
+/// `pull_block`: jet `block.idx[0]`'s pull vector.
+fn pull_block(
+    block: &Block,
+    [c_pt, c_eta, c_phi]: [Array<'_, '_>; 3],
+    offsets: &Slice<'_, u32>,
+    [jet_pt, jet_eta, jet_phi]: [Array<'_, '_>; 3],
+    pull: &SliceMut<'_, f32>,
+    n_jets: usize,
+    n_constituents: usize,
+) -> Fault<()> {
+    let get = |(s, at): Array<'_, '_>, i: usize| s.get(at + i);
     let threads = block.threads();
     block.need_shared(threads * 4)?;
     let jet = block.idx[0] as usize;
@@ -30,15 +59,15 @@ pub(super) fn pull_jets(block: &Block, args: &Args) -> Fault<()> {
     }
     let begin = offsets.get(jet)? as usize;
     let end = if jet + 1 < n_jets { offsets.get(jet + 1)? as usize } else { n_constituents };
-    let (pt, eta, phi) = (jet_pt.get(jet)?, jet_eta.get(jet)?, jet_phi.get(jet)?);
+    let (pt, eta, phi) = (get(jet_pt, jet)?, get(jet_eta, jet)?, get(jet_phi, jet)?);
     let mut sx = vec![0.0f32; threads];
     let mut sy = vec![0.0f32; threads];
     for tid in 0..threads {
         let mut c = begin + tid;
         while c < end {
-            let de = c_eta.get(c)? - eta;
-            let dp = wrap_dphi(c_phi.get(c)? - phi);
-            let w = c_pt.get(c)? / pt * (de * de + dp * dp).sqrt();
+            let de = get(c_eta, c)? - eta;
+            let dp = wrap_dphi(get(c_phi, c)? - phi);
+            let w = get(c_pt, c)? / pt * (de * de + dp * dp).sqrt();
             sx[tid] += w * de;
             sy[tid] += w * dp;
             c += threads;
