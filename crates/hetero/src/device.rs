@@ -314,6 +314,22 @@ pub struct GraphNode {
     pub op: GraphOp,
 }
 
+impl GraphNode {
+    /// How many streams and events `nodes` use (each numbered from 0).
+    pub fn counts(nodes: &[GraphNode]) -> (usize, usize) {
+        let streams = nodes.iter().map(|n| n.stream + 1).max().unwrap_or(0);
+        let events = nodes
+            .iter()
+            .filter_map(|n| match n.op {
+                GraphOp::Record { event } | GraphOp::Wait { event } => Some(event + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        (streams, events)
+    }
+}
+
 /// Streams, events, memory, copies and kernels of one device.
 ///
 /// # Contract (who may call what)

@@ -144,7 +144,8 @@ impl<R: Runtime> GpuDevice<R> {
     /// # Safety
     /// As [`Device::create_graph`].
     unsafe fn capture(&self, nodes: &[GraphNode]) -> Result<R::Graph> {
-        let count = nodes.iter().map(|n| n.stream + 1).max().unwrap_or(1);
+        let (count, events_needed) = GraphNode::counts(nodes);
+        let count = count.max(1);
         let flags = StreamFlags { non_blocking: true, ..StreamFlags::default() };
         let mut streams = Streams { device: self, ids: Vec::with_capacity(count) };
         let mut raw = Vec::with_capacity(count);
@@ -153,14 +154,6 @@ impl<R: Runtime> GpuDevice<R> {
             streams.ids.push(id);
             raw.push(self.stream_of("create_graph", id)?);
         }
-        let events_needed = nodes
-            .iter()
-            .filter_map(|n| match n.op {
-                GraphOp::Record { event } | GraphOp::Wait { event } => Some(event + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
         let runtime = self.runtime();
         // Two more per extra stream: its fork from, and join into, stream 0.
         let mut events = Events { runtime, raw: Vec::new() };

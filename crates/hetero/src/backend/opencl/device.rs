@@ -532,15 +532,7 @@ impl OpenClDevice {
     /// for (module `graph`).
     fn record_graph(&self, calls: CommandBuffers, queue: &ClStream, nodes: &[GraphNode]) -> Result<Recording> {
         let mut recording = Recording::new(calls, queue.queue.get())?;
-        let streams = nodes.iter().map(|n| n.stream + 1).max().unwrap_or(0);
-        let events = nodes
-            .iter()
-            .filter_map(|n| match n.op {
-                GraphOp::Record { event } | GraphOp::Wait { event } => Some(event + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
+        let (streams, events) = GraphNode::counts(nodes);
         let mut last: Vec<Option<u32>> = vec![None; streams];
         let mut waits: Vec<Vec<u32>> = vec![Vec::new(); streams];
         let mut recorded: Vec<Option<u32>> = vec![None; events];
