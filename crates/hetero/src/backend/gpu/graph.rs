@@ -19,14 +19,17 @@ pub(super) struct GpuGraph<R: Runtime> {
 
 /// The executable, and where the runtime does not say that destroying or
 /// updating one leaves queued launches alone
-/// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]): the stream of its last launch,
-/// and executables replaced while a launch of theirs may be queued, each
-/// with its stream, destroyed once that stream is idle. Nothing here ever
-/// waits for a stream: a launch may wait for a gate the caller opens later.
+/// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]): an event recorded after its
+/// last launch, and executables replaced while a launch of theirs may be
+/// queued, each with its event, destroyed once that event has completed
+/// (at the next launch, update or destroy). Nothing here ever waits: a
+/// launch may wait for a gate the caller opens later. An event per
+/// executable, not the stream's idleness, so that replaced executables do
+/// not pile up behind a stream that is never idle.
 struct Launched<R: Runtime> {
     exec: R::GraphExec,
-    last: Option<Arc<GpuStream<R>>>,
-    old: Vec<(R::GraphExec, Arc<GpuStream<R>>)>,
+    done: Option<R::Event>,
+    old: Vec<(R::GraphExec, R::Event)>,
 }
 
 // SAFETY: runtime graph handles may be used from any thread (the runtimes
@@ -36,21 +39,24 @@ unsafe impl<R: Runtime> Send for GpuGraph<R> {}
 // SAFETY: as above.
 unsafe impl<R: Runtime> Sync for GpuGraph<R> {}
 
-/// Whether `stream` has finished its work, or can never run it (a stream
-/// whose query fails holds nothing that will run).
-fn idle<R: Runtime>(runtime: &R, stream: &GpuStream<R>) -> bool {
-    // SAFETY: a live stream of the device, which is current (every caller entered it).
-    unsafe { runtime.stream_query(stream.raw) }.unwrap_or(true)
+/// Whether `event`'s last recording has completed, or can never (an event
+/// whose query fails marks nothing that will run).
+fn complete<R: Runtime>(runtime: &R, event: R::Event) -> bool {
+    // SAFETY: a live event of the device, which is current (every caller entered it).
+    unsafe { runtime.event_query(event) }.unwrap_or(true)
 }
 
 impl<R: Runtime> Launched<R> {
-    /// Destroys the replaced executables whose streams are idle.
+    /// Destroys the replaced executables whose launches are done.
     fn prune(&mut self, runtime: &R) {
-        self.old.retain(|(exec, stream)| {
-            let done = idle(runtime, stream);
+        self.old.retain(|&(exec, event)| {
+            let done = complete(runtime, event);
             if done {
                 // SAFETY: replaced, destroyed once, its launches done.
-                unsafe { runtime.graph_exec_destroy(*exec) };
+                unsafe {
+                    runtime.graph_exec_destroy(exec);
+                    let _ = runtime.event_destroy(event);
+                }
             }
             !done
         });
@@ -58,7 +64,7 @@ impl<R: Runtime> Launched<R> {
 
     /// Whether a launch of the current executable may still be queued.
     fn in_flight(&self, runtime: &R) -> bool {
-        self.last.as_ref().is_some_and(|stream| !idle(runtime, stream))
+        self.done.is_some_and(|event| !complete(runtime, event))
     }
 }
 
@@ -66,13 +72,25 @@ impl<R: Runtime> GpuGraph<R> {
     /// Enqueues the graph on `stream` (the device is current).
     pub(super) fn launch(&self, stream: &Arc<GpuStream<R>>) -> Result<()> {
         let mut launched = self.exec.lock().unwrap_or_else(PoisonError::into_inner);
+        let runtime = &*self.runtime;
         if !R::GRAPHS_OUTLIVE_LAUNCHES {
-            launched.prune(&self.runtime);
+            launched.prune(runtime);
+            if launched.done.is_none() {
+                // SAFETY: the device is current.
+                launched.done = Some(unsafe { runtime.event_create(false) }?);
+            }
         }
         // SAFETY: a live executable and stream of the current device.
-        unsafe { self.runtime.graph_launch(launched.exec, stream.raw) }?;
-        if !R::GRAPHS_OUTLIVE_LAUNCHES {
-            launched.last = Some(Arc::clone(stream));
+        unsafe { runtime.graph_launch(launched.exec, stream.raw) }?;
+        if let Some(event) = launched.done {
+            // SAFETY: a live event and stream of the current device. Should
+            // the record fail, the launch stays queued with the event
+            // marking an earlier one: wait for it here, the only safe way.
+            if let Err(e) = unsafe { runtime.event_record(event, stream.raw) } {
+                // SAFETY: as above; returns once the launch is done or can never run.
+                let _ = unsafe { runtime.stream_synchronize(stream.raw) };
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -93,13 +111,18 @@ impl<R: Runtime> Drop for GpuGraph<R> {
     fn drop(&mut self) {
         if self.runtime.enter().is_ok() {
             let launched = self.exec.get_mut().unwrap_or_else(PoisonError::into_inner);
-            for (exec, _) in launched.old.drain(..) {
-                // SAFETY: destroyed once; dropped only when no launch is
-                // queued (`busy`, or the device's drop after its streams).
-                unsafe { self.runtime.graph_exec_destroy(exec) };
+            // SAFETY: each destroyed once; dropped only when no launch is
+            // queued (`busy`, or the device's drop after its streams).
+            unsafe {
+                for (exec, event) in launched.old.drain(..) {
+                    self.runtime.graph_exec_destroy(exec);
+                    let _ = self.runtime.event_destroy(event);
+                }
+                self.runtime.graph_exec_destroy(launched.exec);
+                if let Some(event) = launched.done.take() {
+                    let _ = self.runtime.event_destroy(event);
+                }
             }
-            // SAFETY: as above.
-            unsafe { self.runtime.graph_exec_destroy(launched.exec) };
         }
     }
 }
@@ -242,7 +265,7 @@ impl<R: Runtime> GpuDevice<R> {
         // SAFETY: as above (an instantiated graph does not need its source).
         unsafe { runtime.graph_destroy(graph) };
         Ok(GpuGraph {
-            exec: Mutex::new(Launched { exec: exec?, last: None, old: Vec::new() }),
+            exec: Mutex::new(Launched { exec: exec?, done: None, old: Vec::new() }),
             runtime: Arc::clone(self.runtime_arc()),
         })
     }
@@ -264,8 +287,8 @@ impl<R: Runtime> GpuDevice<R> {
             // SAFETY: the graph just captured.
             unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
                 let old = std::mem::replace(&mut launched.exec, exec);
-                if let Some(stream) = launched.last.take() {
-                    launched.old.push((old, stream));
+                if let Some(event) = launched.done.take() {
+                    launched.old.push((old, event));
                 }
             })
         } else {
