@@ -805,12 +805,14 @@ impl<'b, D: Device> Graph<'b, D> {
         })
     }
 
-    fn check_node(&self, node: Node) -> Result<usize> {
+    /// The recorded launch `node` names: its kernel and arguments; an
+    /// error naming `call` when it is no launch of this graph.
+    fn launch_of(&self, node: Node, call: &'static str) -> Result<(&'b Kernel<D>, &[ArgKind])> {
         match self.steps.get(node.index) {
-            Some(Step { op: Op::Launch { .. }, .. }) if node.tag == self.tag => Ok(node.index),
+            Some(Step { op: Op::Launch { kernel, args, .. }, .. }) if node.tag == self.tag => Ok((*kernel, args)),
             _ => Err(Error::new(
                 self.device.info().backend,
-                "set_arg",
+                call,
                 ErrorKind::InvalidHandle,
                 "the node is not a launch of this graph",
             )),
@@ -826,12 +828,9 @@ impl<'b, D: Device> Graph<'b, D> {
     /// As [`Recorder::launch`]: the kernel must stay within the slices
     /// with the new argument.
     pub unsafe fn set_arg(&mut self, node: Node, index: usize, value: impl Into<GraphArg>) -> Result<()> {
-        let at = self.check_node(node)?;
+        let (kernel, args) = self.launch_of(node, "set_arg")?;
         let backend = self.device.info().backend;
         let value = value.into().0;
-        let Step { op: Op::Launch { kernel, args, .. }, .. } = &self.steps[at] else {
-            return Err(Error::new(backend, "set_arg", ErrorKind::InvalidHandle, "the node is not a launch"));
-        };
         let Some(old) = args.get(index) else {
             return Err(Error::new(
                 backend,
@@ -858,26 +857,13 @@ impl<'b, D: Device> Graph<'b, D> {
                     ),
                 ));
             }
-            (_, ArgKind::Buffer(u)) => {
-                let slot = match self.slots.get(u.slot) {
-                    Some(slot) if u.tag == self.tag => slot,
-                    _ => return Err(foreign(backend, "buffer")),
-                };
-                if u.write && !slot.writable {
-                    return Err(Error::new(
-                        backend,
-                        "set_arg",
-                        ErrorKind::InvalidLaunch,
-                        "the launch would write a buffer bound read-only",
-                    ));
-                }
-            }
+            (_, ArgKind::Buffer(u)) => check_use(backend, self.tag, &self.slots, *u, "the launch")?,
             _ => {}
         }
-        let mut new_args = args.clone();
+        let mut new_args = args.to_vec();
         new_args[index] = value;
         check_launch(&self.slots, kernel, &new_args)?;
-        if let Step { op: Op::Launch { args, .. }, .. } = &mut self.steps[at] {
+        if let Op::Launch { args, .. } = &mut self.steps[node.index].op {
             *args = new_args;
         }
         self.dirty = true;
@@ -924,11 +910,11 @@ impl<'b, D: Device> Graph<'b, D> {
     /// Changes a recorded launch's shape for later replays, checked as
     /// when recorded.
     pub fn set_config(&mut self, node: Node, config: LaunchConfig) -> Result<()> {
-        let at = self.check_node(node)?;
+        let (kernel, _) = self.launch_of(node, "set_config")?;
         let info = self.device.info();
-        if let Step { op: Op::Launch { kernel, config: recorded, .. }, .. } = &mut self.steps[at] {
-            config.validate(info, "launch")?;
-            check_kernel_limits(info, kernel.name(), &config, &kernel.limits())?;
+        config.validate(info, "launch")?;
+        check_kernel_limits(info, kernel.name(), &config, &kernel.limits())?;
+        if let Op::Launch { config: recorded, .. } = &mut self.steps[node.index].op {
             *recorded = config;
         }
         self.dirty = true;

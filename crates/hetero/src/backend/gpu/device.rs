@@ -32,7 +32,7 @@ use crate::host_kernel::HostKernel;
 /// every call returns that error: the device cannot be trusted any more.
 pub struct GpuDevice<R: Runtime> {
     info: DeviceInfo,
-    runtime: Arc<R>,
+    pub(super) runtime: Arc<R>,
     /// The stream of the stream-ordered allocator, where the device has memory pools.
     pool_stream: Option<GpuStream<R>>,
     poisoned: OnceLock<Error>,
@@ -147,23 +147,8 @@ impl<R: Runtime> GpuDevice<R> {
     /// The stream of `id`, kept alive by the returned `Arc` for as long as
     /// the caller holds it (a concurrent `destroy_stream` cannot destroy a
     /// stream in use).
-    fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
+    pub(super) fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
         self.streams.get(call, id.0)
-    }
-
-    /// [`Self::stream`], for the graph module.
-    pub(super) fn stream_of(&self, call: &'static str, id: StreamId) -> Result<Arc<GpuStream<R>>> {
-        self.stream(call, id)
-    }
-
-    /// The runtime's calls.
-    pub(super) fn runtime(&self) -> &R {
-        &self.runtime
-    }
-
-    /// The runtime, for objects that outlive a call.
-    pub(super) fn runtime_arc(&self) -> &Arc<R> {
-        &self.runtime
     }
 
     /// The device address of a checked range of device memory.

@@ -175,9 +175,9 @@ impl<R: Runtime> GpuDevice<R> {
         for _ in 0..count {
             let id = self.create_stream(flags)?;
             streams.ids.push(id);
-            raw.push(self.stream_of("create_graph", id)?);
+            raw.push(self.stream("create_graph", id)?);
         }
-        let runtime = self.runtime();
+        let runtime = &*self.runtime;
         // Two more per extra stream: its fork from, and join into, stream 0.
         let mut events = Events { runtime, raw: Vec::new() };
         for _ in 0..events_needed + 2 * (count - 1) {
@@ -218,7 +218,7 @@ impl<R: Runtime> GpuDevice<R> {
         fork: &[R::Event],
         join: &[R::Event],
     ) -> Result<()> {
-        let runtime = self.runtime();
+        let runtime = &*self.runtime;
         for (k, &event) in fork.iter().enumerate() {
             // SAFETY: live private events and streams of the current device.
             unsafe {
@@ -259,14 +259,14 @@ impl<R: Runtime> GpuDevice<R> {
     pub(super) unsafe fn build_graph(&self, nodes: &[GraphNode]) -> Result<GpuGraph<R>> {
         // SAFETY: the caller's contract.
         let graph = unsafe { self.capture(nodes) }?;
-        let runtime = self.runtime();
+        let runtime = &*self.runtime;
         // SAFETY: the graph just captured; destroyed once, after.
         let exec = unsafe { runtime.graph_instantiate(graph) };
         // SAFETY: as above (an instantiated graph does not need its source).
         unsafe { runtime.graph_destroy(graph) };
         Ok(GpuGraph {
             exec: Mutex::new(Launched { exec: exec?, done: None, old: Vec::new() }),
-            runtime: Arc::clone(self.runtime_arc()),
+            runtime: Arc::clone(&self.runtime),
         })
     }
 
@@ -279,7 +279,7 @@ impl<R: Runtime> GpuDevice<R> {
     pub(super) unsafe fn rebuild_graph(&self, graph: &GpuGraph<R>, nodes: &[GraphNode]) -> Result<()> {
         // SAFETY: the caller's contract.
         let captured = unsafe { self.capture(nodes) }?;
-        let runtime = self.runtime();
+        let runtime = &*self.runtime;
         let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
         let result = if !R::GRAPHS_OUTLIVE_LAUNCHES && launched.in_flight(runtime) {
             // A launch may be queued: a new executable, the old one kept
