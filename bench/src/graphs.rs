@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use hetero::{BlockRequest, Context, DeviceBuffer, LaunchConfig};
 
-use crate::measure::Fail;
+use crate::measure::{Fail, median};
 use crate::sizes;
 
 /// Launches per graph of each row.
@@ -62,11 +62,6 @@ pub trait RawGraphs {
     fn sync(&mut self) -> Result<(), Fail>;
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 /// Host µs per launch of `enqueue` (run `reps` times, each `n` launches),
 /// and µs per launch until `sync` returns; medians of `rounds`.
 fn time(
@@ -92,7 +87,7 @@ fn time(
             done.push(finished.as_secs_f64() * 1e6 / launches);
         }
     }
-    Ok((median(host), median(done)))
+    Ok((median(&host), median(&done)))
 }
 
 /// Every row on `ctx`'s device; `raw` is the runtime's own graph API

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use hetero::{Context, DeviceBuffer, LaunchConfig, PinnedBuffer, Stream};
 
-use crate::measure::Fail;
+use crate::measure::{Fail, median};
 use crate::sizes;
 
 /// Batches per timed group.
@@ -160,11 +160,4 @@ impl Runner {
             control_groups_us,
         })
     }
-}
-
-/// The median of a non-empty slice (the upper one of an even count).
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
 }

@@ -7,6 +7,7 @@
 
 mod graphs;
 mod growth;
+mod markers;
 mod measure;
 mod peer;
 mod pull;
@@ -193,6 +194,8 @@ struct DeviceResult {
     peer: Vec<peer::PeerCost>,
     /// Graph replays against one-by-one launches (`graphs.rs`).
     graphs: Vec<graphs::GraphCost>,
+    /// A profiler range's cost against an operation (`markers.rs`).
+    markers: Option<markers::MarkerCost>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -295,6 +298,7 @@ fn main() -> ExitCode {
                 threads: Vec::new(),
                 peer: Vec::new(),
                 graphs: Vec::new(),
+                markers: None,
                 errors: Vec::new(),
             }
         })
@@ -302,6 +306,9 @@ fn main() -> ExitCode {
 
     if !cli.peer_only {
         per_operation(&cli, plan, &contexts, &mut results);
+        for result in &mut results {
+            result.markers = markers::measure(plan.rounds, &result.paths);
+        }
     }
     // Peer copies, one backend at a time, on every device of it.
     if !cli.peer_bytes.is_empty() {
@@ -548,6 +555,16 @@ fn print_table(result: &DeviceResult) {
     println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
     if !result.paths.is_empty() {
         print_costs(result);
+    }
+    if let Some(m) = &result.markers {
+        println!(
+            "markers (profiler: {}): {:.2} ns per range, {:.3}% of the cheapest operation that opens one ({}, {:.2} us)",
+            m.profiler,
+            m.ns_per_range,
+            m.share * 100.0,
+            m.cheapest_op,
+            m.cheapest_us
+        );
     }
     if let Some(g) = &result.growth {
         let control = match (g.control_us, g.control_ratio) {

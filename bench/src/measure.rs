@@ -35,6 +35,13 @@ pub struct Cost {
     pub min_us: f64,
 }
 
+/// The median of `values` (the upper one of an even count; NaN if empty).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
 /// Why a path could not run.
 pub type Fail = Box<dyn std::error::Error>;
 

@@ -140,6 +140,12 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<bool, CannotRun> {
     // Everything that can be checked before a device is touched.
+    match hetero::markers::profiler() {
+        Err(e) if e.config => return Err(CannotRun(e.message)),
+        Err(e) => eprintln!("conform: warning: profiler markers reach no profiler: {e}"),
+        Ok(hetero::markers::Profiler::None) => {}
+        Ok(p) => eprintln!("conform: profiler markers go to {p}"),
+    }
     let tuning = conformance::Tuning {
         pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
         pull_threads: cli.pull_threads.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),

@@ -74,8 +74,12 @@ pub fn run_device(
         clock: &clock,
         peers,
     };
-    let d2d_gbps = workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0);
     let info = ctx.info();
+    let on = |phase: &str| format!("conform {phase} {} on {} #{}", selection.size.name(), info.backend, info.ordinal);
+    let d2d_gbps = {
+        let _phase = hetero::markers::range_named(|| on("copy bandwidth"));
+        workloads::copy_bandwidth(ctx, &clock, selection.size).ok().filter(|g| g.is_finite() && *g > 0.0)
+    };
     let backend = info.backend.name().to_string();
     let first = baseline.first_backend.is_none();
     let backend_first = !baseline.firsts.contains_key(&backend);
@@ -88,6 +92,7 @@ pub fn run_device(
     }
     let mut results = Vec::new();
     for &workload in &selection.workloads {
+        let phase = hetero::markers::range_named(|| on(workload.name()));
         let outcome = match workload {
             Workload::Reduce => workloads::reduce::run(&env),
             Workload::Scan => workloads::scan::run(&env),
@@ -95,6 +100,7 @@ pub fn run_device(
             Workload::Wave => workloads::wave::run(&env),
             Workload::Bandwidth => workloads::bandwidth::run(&env),
         };
+        drop(phase);
         let records = match outcome {
             Ok(mut outcomes) => {
                 if clock.unavailable().is_some() {

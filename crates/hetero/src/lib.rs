@@ -53,6 +53,7 @@ pub mod backend;
 mod block;
 mod error;
 pub mod host_kernel;
+pub mod markers;
 pub mod safe;
 mod select;
 mod shard;

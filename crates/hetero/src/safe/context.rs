@@ -15,6 +15,7 @@ use crate::AnyDevice;
 use crate::device::{Device, DeviceInfo, StreamFlags};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
+use crate::markers;
 
 /// One device, shared by every stream, buffer and event made from it.
 /// Cloning is cheap; objects from two contexts never mix (they fail with
@@ -114,7 +115,13 @@ impl<D: Device> Context<D> {
     }
 
     /// A new stream with explicit flags.
+    ///
+    /// Fails with [`ErrorKind::Config`] when [`crate::markers::MARKERS_ENV`]
+    /// has a value that is not understood.
     pub fn stream_with(&self, flags: StreamFlags) -> Result<Stream<D>> {
+        if let Some(problem) = markers::config_error() {
+            return Err(Error::new(self.device.info().backend, "stream", ErrorKind::Config, problem.message.clone()));
+        }
         let id = self.device.create_stream(flags)?;
         Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(None) })
     }
@@ -201,6 +208,7 @@ impl<D: Device> Context<D> {
     /// source's parameter lists: see [`crate::host_kernel`]); GPU backends
     /// compile the source and ignore them.
     pub fn build_module_with(&self, source: &str, host_kernels: &[HostKernel]) -> Result<Module<D>> {
+        let _range = markers::range(c"hetero build_module");
         let id = self.device.build_module(source, host_kernels)?;
         Ok(Module {
             device: Arc::clone(&self.device),

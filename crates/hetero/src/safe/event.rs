@@ -10,6 +10,7 @@ use super::shared::Shared;
 use crate::AnyDevice;
 use crate::device::{Device, EventId};
 use crate::error::{Error, ErrorKind, Result};
+use crate::markers;
 
 /// An event owned by the typed layer; released on drop.
 pub struct Event<D: Device = AnyDevice> {
@@ -43,6 +44,7 @@ impl<D: Device> Event<D> {
 
     /// Blocks the host until the latest recording is reached.
     pub fn synchronize(&self) -> Result<()> {
+        let _range = markers::range(c"hetero event synchronize");
         // SAFETY: the event is owned by self.
         unsafe { self.device.synchronize_event(self.id) }
     }

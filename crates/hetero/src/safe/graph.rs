@@ -53,6 +53,7 @@ use crate::device::{
     Device, DeviceRange, GraphId, GraphNode, GraphOp, KernelArg, LaunchConfig, StreamId, check_kernel_limits,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::markers;
 
 /// Records copies, fills and launches on graph streams into a [`Graph`].
 /// Made by [`super::Context::recorder`]; `'b` is how long the bound
@@ -586,6 +587,7 @@ impl<'b, D: Device> Recorder<'b, D> {
     /// The graph, built by the backend where it has graphs of its own; the
     /// error that ended the recording, if one did.
     pub fn finish(self) -> Result<Graph<'b, D>> {
+        let _range = markers::range(c"hetero instantiate");
         self.ended()?;
         let mut graph = Graph {
             device: self.device,
@@ -790,6 +792,7 @@ impl<'b, D: Device> Graph<'b, D> {
     /// uses its buffers is ordered against it by the tracker. A fault in a
     /// replay is sticky on the stream like any kernel fault.
     pub fn replay(&mut self, stream: &Stream<D>) -> Result<()> {
+        let _range = markers::range(c"hetero replay");
         same_device(&self.device, &stream.device, "replay")?;
         self.refresh()?;
         let uses = self.uses();

@@ -1,5 +1,6 @@
 //! Built modules and their kernels.
 
+use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
 use super::shared::Shared;
@@ -50,6 +51,8 @@ impl<D: Device> Module<D> {
             device: Arc::clone(&self.device),
             id,
             name: name.to_string(),
+            // The name has no NUL byte (checked above).
+            marker: CString::new(format!("hetero launch {name}")).unwrap_or_default().into(),
             limits,
             count,
             signature,
@@ -63,6 +66,8 @@ pub struct Kernel<D: Device = AnyDevice> {
     pub(crate) device: Arc<Shared<D>>,
     pub(crate) id: KernelId,
     name: String,
+    /// The name of its launches' profiler range, `hetero launch <name>`.
+    pub(crate) marker: Arc<CStr>,
     /// What the kernel can run with on its device.
     limits: KernelLimits,
     /// Number of parameters the source declares, when it could be parsed.

@@ -17,6 +17,7 @@ use super::tracker::Held;
 use crate::AnyDevice;
 use crate::device::{ArgBytes, Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
+use crate::markers;
 
 /// An in-order queue of work. Dropping it never blocks: work already
 /// enqueued still runs, and the memory it uses stays alive until it has.
@@ -213,6 +214,7 @@ impl<D: Device> Stream<D> {
     /// Blocks the host until all enqueued work is done; reports errors of
     /// work that ran asynchronously.
     pub fn synchronize(&self) -> Result<()> {
+        let _range = markers::range(c"hetero synchronize");
         // SAFETY: the stream is owned by self.
         let done = unsafe { self.device.synchronize_stream(self.id) };
         self.device.reap();
@@ -313,6 +315,7 @@ impl<D: Device> Stream<D> {
         src: impl Into<Slice<'s, T, KS, D>>,
         dst: impl Into<SliceMut<'d, T, KD, D>>,
     ) -> Result<()> {
+        let _range = markers::range(c"hetero copy");
         let (src, dst) = (src.into(), dst.into());
         if src.len() != dst.len() {
             return Err(Error::new(
@@ -334,6 +337,7 @@ impl<D: Device> Stream<D> {
     /// `src` is only borrowed for this call; it returns (also with an
     /// error) only once the device can no longer read `src`.
     pub fn copy_from_host<'d, T: Pod>(&self, src: &[T], dst: impl Into<SliceMut<'d, T, OnDevice, D>>) -> Result<()> {
+        let _range = markers::range(c"hetero copy_from_host");
         let dst = dst.into();
         self.check_len(src.len(), dst.len())?;
         if src.is_empty() {
@@ -354,6 +358,7 @@ impl<D: Device> Stream<D> {
     /// reports that work's errors; it returns (also with an error) only
     /// once the device can no longer write `dst`.
     pub fn copy_to_host<'s, T: Pod>(&self, src: impl Into<Slice<'s, T, OnDevice, D>>, dst: &mut [T]) -> Result<()> {
+        let _range = markers::range(c"hetero copy_to_host");
         let src = src.into();
         self.check_len(src.len(), dst.len())?;
         if dst.is_empty() {
@@ -482,6 +487,7 @@ impl<D: Device> Stream<D> {
     /// Enqueues a fill of a writable device view with 32-bit `pattern`
     /// (its byte length a multiple of 4).
     fn fill_view(&self, view: &View<'_, D>, pattern: u32) -> Result<()> {
+        let _range = markers::range(c"hetero fill");
         self.tracked(&[view], || {
             // SAFETY: a bounds-checked view of a live device allocation
             // whose uses the tracker orders across streams.
@@ -504,6 +510,7 @@ impl<D: Device> Stream<D> {
     /// writes is not accessed by another without synchronisation), and
     /// finish in finite time.
     pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
+        let _range = markers::range(&kernel.marker);
         same_device(&self.device, &kernel.device, "launch")?;
         // The shape is validated by the backend (`LaunchConfig::validate`, the
         // same check and message everywhere), before anything is enqueued.
