@@ -15,6 +15,8 @@
 //! | `BARRIER` | block-wide barrier with shared-memory fence |
 //! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition (a compare-and-swap loop on OpenCL 1.2) |
 //! | `atomic_add_u32`, `atomic_add_i32`, `atomic_max_u32`, `atomic_min_u32` | 32-bit integer atomics on `GLOBAL` memory, returning the old value |
+//! | `atomic_store_u32`, `atomic_load_u32`, `FENCE_GLOBAL` | flags between blocks: a whole store, a load from memory, and a fence ordering a thread's global accesses for every block (publish: value, fence, store the flag; read: load the flag, fence, value) |
+//! | `SHARED_ARRAY(T, name, count)` | a block-shared array declared inside a kernel |
 //! | `HETERO_PI` | pi as a float literal |
 //! | `uint`, `int`, `float`, `ulong`, `long`, `ushort`, `uchar` | scalar types, the same width on every backend (`long` is 64-bit) |
 //! | `double` | 64-bit float, on devices whose `DeviceInfo::fp64` is set (the OpenCL prelude enables `cl_khr_fp64`) |
@@ -57,6 +59,13 @@ pub const BANDWIDTH: &str = include_str!("portable/bandwidth.kern");
 /// `stream_triad` moves (`STREAM_PER_THREAD` in `bandwidth.kern`): a launch
 /// covers `n` with `ceil(n / (STREAM_PER_THREAD * block))` blocks.
 pub const STREAM_PER_THREAD: u32 = 4;
+
+/// The device-wide algorithms of `hetero::algorithms` (`alg_reduce`,
+/// `alg_segmented_reduce`, `alg_scan`), written once for every element
+/// type: not compiled as it stands, but per type and operator, with the
+/// word `ALG_T` replaced by the type and a definition of `alg_combine`
+/// before it (see the file's head).
+pub const ALGORITHMS: &str = include_str!("portable/algorithms.kern");
 
 /// Every portable source, by workload name.
 pub const ALL: [(&str, &str); 6] =

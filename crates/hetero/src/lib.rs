@@ -48,6 +48,7 @@ compile_error!("hetero needs at least one backend feature: host, opencl, cuda or
 // backend (the layer rule in ARCHITECTURE.md, `tests/tidy.rs`).
 mod device;
 
+pub mod algorithms;
 mod any;
 pub mod backend;
 mod block;

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
+mod algorithms;
 mod allocator;
 mod bad_input;
 mod completion;
@@ -26,7 +27,9 @@ macro_rules! backend_tests {
         mod $module {
             use rstest::rstest;
 
-            use super::{allocator, bad_input, completion, context, graphs, limits, peer, semantics, user_kernels};
+            use super::{
+                algorithms, allocator, bad_input, completion, context, graphs, limits, peer, semantics, user_kernels,
+            };
 
             #[rstest]
             #[case::stream_order(semantics::stream_order)]
@@ -94,6 +97,10 @@ macro_rules! backend_tests {
             #[case::graph_other_device(graphs::graphs_of_another_device_are_refused)]
             #[case::graph_fault_sticky(graphs::a_fault_in_a_replay_is_sticky)]
             #[case::graph_copies_and_shapes(graphs::copies_and_shapes_change_between_replays)]
+            #[case::algorithms_reference(algorithms::algorithms_match_a_cpu_reference)]
+            #[case::algorithms_numeric_rules(algorithms::algorithms_follow_the_numeric_rules)]
+            #[case::algorithms_ordered(algorithms::algorithm_results_are_ordered_across_streams)]
+            #[case::algorithms_bad_input(algorithms::algorithms_refuse_bad_input)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

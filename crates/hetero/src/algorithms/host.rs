@@ -1,0 +1,163 @@
+//! The host backend's implementations of the algorithms' kernels, in
+//! Rust, for each element type and operator.
+//!
+//! `alg_reduce` and `alg_segmented_reduce` keep the kernels' contract
+//! (block `b` of `G` writes the combination of its share; a grid-stride
+//! share of segments), with each block's share contiguous rather than
+//! strided, as suits a CPU's caches. `alg_scan` runs as one block that
+//! scans the whole input in parallel on the host's cores (reduce, scan
+//! the chunk totals, rescan); the library launches it so.
+
+use rayon::prelude::*;
+
+use super::{Element, ReduceOp};
+use crate::host_kernel::{Args, Block, Fault, HostKernel};
+
+/// Elements read into a local buffer at a time.
+const PIECE: usize = 4096;
+/// Independent accumulators: lanes that the compiler can keep in vectors.
+const LANES: usize = 8;
+
+/// The registrations for `T` and `op`, in the source's parameter order.
+pub(super) fn kernels<T: Element>(op: ReduceOp) -> Vec<HostKernel> {
+    let reduce = match op {
+        ReduceOp::Sum => reduce::<T, 0> as crate::host_kernel::KernelFn,
+        ReduceOp::Min => reduce::<T, 1>,
+        ReduceOp::Max => reduce::<T, 2>,
+    };
+    let segmented = match op {
+        ReduceOp::Sum => segmented::<T, 0> as crate::host_kernel::KernelFn,
+        ReduceOp::Min => segmented::<T, 1>,
+        ReduceOp::Max => segmented::<T, 2>,
+    };
+    vec![
+        HostKernel::new("alg_reduce", reduce).slice::<T>().slice_mut::<T>().scalar::<u32>().scalar::<T>(),
+        HostKernel::new("alg_segmented_reduce", segmented)
+            .slice::<T>()
+            .slice::<u32>()
+            .slice_mut::<T>()
+            .scalar::<u32>()
+            .scalar::<T>(),
+        HostKernel::new("alg_scan", scan::<T>)
+            .slice::<T>()
+            .slice_mut::<T>()
+            .slice_mut::<u32>()
+            .slice_mut::<T>()
+            .slice_mut::<T>()
+            .scalar::<u32>()
+            .scalar::<u32>()
+            .scalar::<u32>()
+            .scalar::<T>(),
+    ]
+}
+
+const fn op_of(code: u8) -> ReduceOp {
+    match code {
+        0 => ReduceOp::Sum,
+        1 => ReduceOp::Min,
+        _ => ReduceOp::Max,
+    }
+}
+
+/// The combination of `input[range]` with `identity`, read a piece at a
+/// time and folded in `LANES` independent lanes.
+fn fold<T: Element>(
+    input: &crate::host_kernel::Slice<'_, T>,
+    range: std::ops::Range<usize>,
+    op: ReduceOp,
+    identity: T,
+) -> Fault<T> {
+    let mut lanes = [identity; LANES];
+    let mut piece = vec![identity; PIECE.min(range.len())];
+    let mut at = range.start;
+    while at < range.end {
+        let len = PIECE.min(range.end - at);
+        let part = &mut piece[..len];
+        input.read(at, part)?;
+        let mut chunks = part.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (lane, v) in lanes.iter_mut().zip(chunk) {
+                *lane = op.apply(*lane, *v);
+            }
+        }
+        for (lane, v) in lanes.iter_mut().zip(chunks.remainder()) {
+            *lane = op.apply(*lane, *v);
+        }
+        at += len;
+    }
+    Ok(lanes.into_iter().fold(identity, |a, b| op.apply(a, b)))
+}
+
+/// `alg_reduce(in, partials, n, identity)`.
+fn reduce<T: Element, const OP: u8>(block: &Block, args: &Args) -> Fault {
+    let input = args.slice::<T>(0)?;
+    let partials = args.slice_mut::<T>(1)?;
+    let n = args.u32(2)? as usize;
+    let identity = args.scalar::<T>(3)?;
+    let (b, grid) = (block.idx()[0] as usize, block.grid()[0] as usize);
+    let share = n.div_ceil(grid.max(1));
+    let start = (b * share).min(n);
+    let total = fold(&input, start..(start + share).min(n), op_of(OP), identity)?;
+    partials.set(b, total)
+}
+
+/// `alg_segmented_reduce(in, offsets, out, segments, identity)`.
+fn segmented<T: Element, const OP: u8>(block: &Block, args: &Args) -> Fault {
+    let input = args.slice::<T>(0)?;
+    let offsets = args.slice::<u32>(1)?;
+    let out = args.slice_mut::<T>(2)?;
+    let segments = args.u32(3)? as usize;
+    let identity = args.scalar::<T>(4)?;
+    let (b, grid) = (block.idx()[0] as usize, block.grid()[0] as usize);
+    for s in (b..segments).step_by(grid.max(1)) {
+        let (begin, end) = (offsets.get(s)? as usize, offsets.get(s + 1)? as usize);
+        if begin > end {
+            return Err(format!("segment {s}: offsets {begin} > {end}"));
+        }
+        out.set(s, fold(&input, begin..end, op_of(OP), identity)?)?;
+    }
+    Ok(())
+}
+
+/// `alg_scan(in, out, state, aggregates, prefixes, n, items, exclusive,
+/// identity)`, as one block over the whole input.
+fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
+    if block.grid() != [1, 1, 1] {
+        return Err(format!("the host's alg_scan runs as one block, not a grid of {:?}", block.grid()));
+    }
+    let n = args.u32(5)? as usize;
+    let exclusive = args.u32(7)? != 0;
+    let zero = args.scalar::<T>(8)?;
+    let chunks = (rayon::current_num_threads() * 4).max(1);
+    let chunk = n.div_ceil(chunks).div_ceil(PIECE).max(1) * PIECE;
+    let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
+    let totals: Vec<T> =
+        ranges.par_iter().map(|r| fold(&args.slice::<T>(0)?, r.clone(), ReduceOp::Sum, zero)).collect::<Fault<_>>()?;
+    let mut carry = zero;
+    let starts: Vec<T> = totals
+        .iter()
+        .map(|t| {
+            let before = carry;
+            carry = carry.add(*t);
+            before
+        })
+        .collect();
+    ranges.into_par_iter().zip(starts).try_for_each(|(range, mut running)| {
+        let (input, output) = (args.slice::<T>(0)?, args.slice_mut::<T>(1)?);
+        let mut piece = vec![zero; PIECE.min(range.len())];
+        let mut at = range.start;
+        while at < range.end {
+            let len = PIECE.min(range.end - at);
+            let part = &mut piece[..len];
+            input.read(at, part)?;
+            for v in part.iter_mut() {
+                let next = running.add(*v);
+                *v = if exclusive { running } else { next };
+                running = next;
+            }
+            output.write(at, part)?;
+            at += len;
+        }
+        Ok(())
+    })
+}

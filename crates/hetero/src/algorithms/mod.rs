@@ -1,0 +1,426 @@
+//! Device-wide algorithms on any backend: reduce (sum, min, max),
+//! inclusive and exclusive scan (sum) and segmented reduce, over `u32`,
+//! `i32`, `u64`, `i64`, `f32` and `f64`.
+//!
+//! Each runs on a stream as the typed layer's other operations do: its
+//! buffers are tracked like a launch's, so work on other streams that uses
+//! them is ordered against it, and its temporary storage comes from the
+//! caching allocator in stream order. Kernels are compiled once per element
+//! type and operator, on first use, from one generic source
+//! ([`hetero_kernels::ALGORITHMS`]); the host backend runs Rust
+//! implementations of the same kernels.
+//!
+//! ```
+//! # fn main() -> hetero::Result<()> {
+//! use hetero::algorithms::{Algorithms, ReduceOp, ScanKind};
+//!
+//! let ctx = hetero::Context::new(hetero::backend::host::HostDevice::new());
+//! let stream = ctx.stream()?;
+//! let algorithms = Algorithms::new(&ctx);
+//! let counts = stream.upload(&[3u32, 0, 2, 5])?;
+//!
+//! // Offsets from counts, left on the device for the next kernel.
+//! let mut offsets = stream.alloc::<u32>(4)?;
+//! algorithms.scan(&stream, &counts, &mut offsets, ScanKind::Exclusive)?;
+//! assert_eq!(stream.download(&offsets)?, [0, 3, 3, 5]);
+//!
+//! // A total brought back to the host.
+//! assert_eq!(algorithms.reduce_to_host(&stream, &counts, ReduceOp::Max)?, 5);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The scan is single-pass, with decoupled look-back (Merrill and Garland,
+//! 2016): each element is read once and written once. Blocks take their
+//! tiles from an atomic counter, so it needs no forward-progress guarantee
+//! between blocks. Numeric rules are [`ReduceOp`]'s; lengths are limited to
+//! [`MAX_LEN`] elements.
+
+mod element;
+#[cfg(feature = "host")]
+mod host;
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+pub use element::{Element, ReduceOp, ScanKind};
+
+use crate::any::AnyDevice;
+use crate::block::BlockRequest;
+use crate::device::{Device, LaunchConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::safe::{Context, Kernel, Module, OnDevice, Slice, SliceMut, Stream};
+
+/// The most elements an algorithm takes (and segments a segmented reduce
+/// has): `2^31 - 1`, so that no index of the kernels overflows 32 bits.
+pub const MAX_LEN: usize = i32::MAX as usize;
+
+/// Threads per block the algorithms ask for (fewer where a kernel cannot).
+const THREADS: u32 = 256;
+/// Most blocks of a reduce's first pass, and blocks per compute unit below
+/// that (a CPU of few cores gets fewer, longer blocks).
+const MAX_BLOCKS: u32 = 1024;
+const BLOCKS_PER_UNIT: u32 = 64;
+/// Elements a thread scans, for 4-byte and 8-byte types: tiles of 4096 and
+/// 2048 elements at 256 threads.
+const SCAN_ITEMS: [u32; 2] = [16, 8];
+/// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum.
+const SCAN_WINDOW: usize = 33;
+
+/// The kernels of one element type and operator.
+struct Built<D: Device> {
+    /// The element type's name in the dialect, and the operator.
+    ty: &'static str,
+    op: ReduceOp,
+    reduce: Kernel<D>,
+    segmented: Kernel<D>,
+    scan: Kernel<D>,
+    /// Keeps the kernels' module loaded.
+    _module: Module<D>,
+}
+
+/// Device-wide algorithms on one device; build once and share (it is
+/// `Sync`): kernels are compiled per element type and operator on first
+/// use and kept.
+pub struct Algorithms<D: Device = AnyDevice> {
+    ctx: Context<D>,
+    built: Mutex<Vec<Arc<Built<D>>>>,
+}
+
+impl<D: Device> std::fmt::Debug for Algorithms<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Algorithms").field("device", &self.ctx.info().name).finish()
+    }
+}
+
+impl<D: Device> Algorithms<D> {
+    /// The algorithms of `ctx`'s device; nothing is compiled yet.
+    pub fn new(ctx: &Context<D>) -> Self {
+        Self { ctx: ctx.clone(), built: Mutex::new(Vec::new()) }
+    }
+
+    /// Writes the combination of every element of `input` into `out`, a
+    /// one-element slice, in stream order (the identity when `input` is
+    /// empty; see [`ReduceOp`] for the rules).
+    pub fn reduce<'i, 'o, T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: impl Into<Slice<'i, T, OnDevice, D>>,
+        op: ReduceOp,
+        out: impl Into<SliceMut<'o, T, OnDevice, D>>,
+    ) -> Result<()> {
+        let (input, out) = (input.into(), out.into());
+        self.check_len("reduce", input.len())?;
+        if out.len() != 1 {
+            return Err(self.error(
+                "reduce",
+                ErrorKind::OutOfBounds,
+                format!("the output holds {} elements; a reduce writes one", out.len()),
+            ));
+        }
+        let built = self.built::<T>(op)?;
+        let kernel = &built.reduce;
+        let threads = kernel.block_size(BlockRequest::new(THREADS));
+        let shared = threads as usize * std::mem::size_of::<T>();
+        let n = input.len() as u32;
+        let units = self.ctx.info().compute_units.max(1);
+        let blocks = n.div_ceil(threads).clamp(1, units.saturating_mul(BLOCKS_PER_UNIT).min(MAX_BLOCKS));
+        let identity = op.identity::<T>();
+        if blocks == 1 {
+            // SAFETY: alg_reduce reads input[0..n) and writes out[0..1).
+            return unsafe {
+                stream.launch(
+                    kernel,
+                    LaunchConfig::linear(1, threads, shared),
+                    &[(&input).into(), (&out).into(), n.into(), identity.arg()],
+                )
+            };
+        }
+        let mut partials = stream.alloc::<T>(blocks as usize)?;
+        {
+            let sums = partials.slice_mut(..)?;
+            // SAFETY: alg_reduce reads input[0..n) and writes sums[0..blocks).
+            unsafe {
+                stream.launch(
+                    kernel,
+                    LaunchConfig::linear(blocks, threads, shared),
+                    &[(&input).into(), (&sums).into(), n.into(), identity.arg()],
+                )?;
+            }
+        }
+        let sums = partials.slice(..)?;
+        // SAFETY: one block reads sums[0..blocks) and writes out[0..1).
+        unsafe {
+            stream.launch(
+                kernel,
+                LaunchConfig::linear(1, threads, shared),
+                &[(&sums).into(), (&out).into(), blocks.into(), identity.arg()],
+            )
+        }
+    }
+
+    /// The combination of every element of `input`, brought to the host:
+    /// blocks until the work queued on `stream` before it is done.
+    pub fn reduce_to_host<'i, T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: impl Into<Slice<'i, T, OnDevice, D>>,
+        op: ReduceOp,
+    ) -> Result<T> {
+        let mut out = stream.alloc::<T>(1)?;
+        self.reduce(stream, input, op, &mut out)?;
+        let mut value = [T::zeroed()];
+        stream.copy_to_host(&out, &mut value)?;
+        Ok(value[0])
+    }
+
+    /// Writes the inclusive or exclusive prefix sum of `input` into
+    /// `output` (of the same length), in stream order, in one pass.
+    pub fn scan<'i, 'o, T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: impl Into<Slice<'i, T, OnDevice, D>>,
+        output: impl Into<SliceMut<'o, T, OnDevice, D>>,
+        kind: ScanKind,
+    ) -> Result<()> {
+        let (input, output) = (input.into(), output.into());
+        self.check_len("scan", input.len())?;
+        if input.len() != output.len() {
+            return Err(self.error(
+                "scan",
+                ErrorKind::OutOfBounds,
+                format!("the input has {} elements but the output {}", input.len(), output.len()),
+            ));
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        let built = self.built::<T>(ReduceOp::Sum)?;
+        let kernel = &built.scan;
+        let size = std::mem::size_of::<T>();
+        let host = self.ctx.info().backend == crate::Backend::Host;
+        let threads = kernel.block_size(BlockRequest::new(THREADS));
+        let mut items = SCAN_ITEMS[usize::from(size > 4)];
+        let limit = self.ctx.info().shared_memory_per_block;
+        let shared = |items: u32| {
+            let tile = (threads * items) as usize;
+            (tile + tile / 32 + 2 * threads as usize + SCAN_WINDOW) * size
+        };
+        while items > 1 && shared(items) > limit {
+            items /= 2;
+        }
+        let n = input.len() as u32;
+        // The host backend's implementation scans the whole input in one
+        // block, in parallel across the host's cores.
+        let tiles = if host { 1 } else { n.div_ceil(threads * items) };
+        let mut state = stream.alloc::<u32>(1 + tiles as usize)?;
+        stream.fill(&mut state, 0u32)?;
+        let mut aggregates = stream.alloc::<T>(tiles as usize)?;
+        let mut prefixes = stream.alloc::<T>(tiles as usize)?;
+        let (state, aggregates, prefixes) = (state.slice_mut(..)?, aggregates.slice_mut(..)?, prefixes.slice_mut(..)?);
+        let exclusive = u32::from(kind == ScanKind::Exclusive);
+        // SAFETY: alg_scan reads input[0..n), writes output[0..n), and with
+        // exactly `tiles` blocks touches state[0..1 + tiles) and
+        // aggregates and prefixes [0..tiles); state was zeroed above.
+        unsafe {
+            stream.launch(
+                kernel,
+                LaunchConfig::linear(tiles, threads, shared(items)),
+                &[
+                    (&input).into(),
+                    (&output).into(),
+                    (&state).into(),
+                    (&aggregates).into(),
+                    (&prefixes).into(),
+                    n.into(),
+                    items.into(),
+                    exclusive.into(),
+                    T::zeroed().arg(),
+                ],
+            )
+        }
+    }
+
+    /// Writes into `out[s]` the combination of `input[offsets[s]..offsets[s
+    /// + 1]]` for each of the `offsets.len() - 1` segments, in stream order.
+    /// The offsets must be non-decreasing and end within the input; they are
+    /// checked here and copied to the device (which waits for the work
+    /// queued on `stream` before it).
+    pub fn segmented_reduce<'i, 'o, T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: impl Into<Slice<'i, T, OnDevice, D>>,
+        offsets: &[u32],
+        op: ReduceOp,
+        out: impl Into<SliceMut<'o, T, OnDevice, D>>,
+    ) -> Result<()> {
+        let (input, out) = (input.into(), out.into());
+        self.check_len("segmented_reduce", input.len())?;
+        let Some(segments) = offsets.len().checked_sub(1) else {
+            return Err(self.error(
+                "segmented_reduce",
+                ErrorKind::OutOfBounds,
+                "no offsets: segments s take offsets[s]..offsets[s + 1], so n segments need n + 1 offsets",
+            ));
+        };
+        self.check_len("segmented_reduce", segments)?;
+        if out.len() != segments {
+            return Err(self.error(
+                "segmented_reduce",
+                ErrorKind::OutOfBounds,
+                format!("{} offsets make {segments} segments, but the output holds {}", offsets.len(), out.len()),
+            ));
+        }
+        if let Some(s) = offsets.windows(2).position(|w| w[1] < w[0]) {
+            return Err(self.error(
+                "segmented_reduce",
+                ErrorKind::OutOfBounds,
+                format!("offsets decrease at segment {s}: {} then {}", offsets[s], offsets[s + 1]),
+            ));
+        }
+        if let Some(&last) = offsets.last()
+            && last as usize > input.len()
+        {
+            return Err(self.error(
+                "segmented_reduce",
+                ErrorKind::OutOfBounds,
+                format!("the last offset is {last}, past the input's {} elements", input.len()),
+            ));
+        }
+        if segments == 0 {
+            return Ok(());
+        }
+        let built = self.built::<T>(op)?;
+        let kernel = &built.segmented;
+        let threads = kernel.block_size(BlockRequest::new(THREADS));
+        let units = self.ctx.info().compute_units.max(1);
+        let blocks = (segments as u32).min(units.saturating_mul(BLOCKS_PER_UNIT).min(MAX_BLOCKS));
+        let mut device_offsets = stream.alloc::<u32>(offsets.len())?;
+        stream.copy_from_host(offsets, &mut device_offsets)?;
+        let device_offsets = device_offsets.slice(..)?;
+        // SAFETY: alg_segmented_reduce reads input within the checked
+        // offsets, reads offsets[0..=segments) and writes out[0..segments).
+        unsafe {
+            stream.launch(
+                kernel,
+                LaunchConfig::linear(blocks, threads, threads as usize * std::mem::size_of::<T>()),
+                &[
+                    (&input).into(),
+                    (&device_offsets).into(),
+                    (&out).into(),
+                    (segments as u32).into(),
+                    op.identity::<T>().arg(),
+                ],
+            )
+        }
+    }
+
+    /// The kernels for `T` and `op`, built on first use.
+    fn built<T: Element>(&self, op: ReduceOp) -> Result<Arc<Built<D>>> {
+        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(b) = built.iter().find(|b| b.ty == T::NAME && b.op == op) {
+            return Ok(Arc::clone(b));
+        }
+        if std::mem::size_of::<T>() == 8 && T::FLOAT && !self.ctx.info().fp64 {
+            return Err(self.error(
+                "algorithms",
+                ErrorKind::Unavailable,
+                format!("{} has no 64-bit floating point (DeviceInfo::fp64 is false)", self.ctx.info().name),
+            ));
+        }
+        // The host backend's implementations; GPU backends ignore them.
+        #[cfg(feature = "host")]
+        let hosts = host::kernels::<T>(op);
+        #[cfg(not(feature = "host"))]
+        let hosts: Vec<crate::host_kernel::HostKernel> = Vec::new();
+        let module = self.ctx.build_module_with(&source::<T>(op), &hosts)?;
+        let b = Arc::new(Built {
+            ty: T::NAME,
+            op,
+            reduce: module.kernel("alg_reduce")?,
+            segmented: module.kernel("alg_segmented_reduce")?,
+            scan: module.kernel("alg_scan")?,
+            _module: module,
+        });
+        built.push(Arc::clone(&b));
+        Ok(b)
+    }
+
+    fn check_len(&self, call: &'static str, len: usize) -> Result<()> {
+        if len > MAX_LEN {
+            return Err(self.error(
+                call,
+                ErrorKind::OutOfBounds,
+                format!("{len} elements: the algorithms take at most {MAX_LEN} (2^31 - 1); split the work"),
+            ));
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn error(&self, call: &'static str, kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error::new(self.ctx.info().backend, call, kind, message)
+    }
+}
+
+/// The generic source instantiated for `T` and `op`.
+fn source<T: Element>(op: ReduceOp) -> String {
+    let body = replace_word(hetero_kernels::ALGORITHMS, "ALG_T", T::NAME);
+    format!(
+        "/* hetero::algorithms: {} {} */\n{}{body}",
+        T::NAME,
+        op.name(),
+        replace_word(&op.source::<T>(), "ALG_T", T::NAME)
+    )
+}
+
+/// `text` with every whole word `word` replaced by `with`.
+fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(ident) || after.is_some_and(ident) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_source_is_instantiated_by_whole_words() {
+        assert_eq!(
+            replace_word("ALG_T x; ALG_TT y; MY_ALG_T z; (ALG_T*)", "ALG_T", "ulong"),
+            "ulong x; ALG_TT y; MY_ALG_T z; (ulong*)"
+        );
+        let text = source::<i64>(ReduceOp::Sum);
+        assert!(text.contains("DEVICE_FN long alg_combine(long a, long b) { return (long)((ulong)a + (ulong)b); }"));
+        assert!(!text.contains("ALG_T "), "{text}");
+        assert!(source::<f32>(ReduceOp::Min).contains("return (b < a || a != a) ? b : a;"));
+        assert!(source::<u32>(ReduceOp::Max).contains("return (b > a) ? b : a;"));
+    }
+
+    #[test]
+    fn min_and_max_ignore_nan_and_sums_wrap() {
+        let nan = f32::NAN;
+        assert_eq!(ReduceOp::Min.apply(nan, 1.0), 1.0);
+        assert_eq!(ReduceOp::Min.apply(1.0, nan), 1.0);
+        assert!(ReduceOp::Max.apply(nan, nan).is_nan());
+        assert_eq!(ReduceOp::Max.apply(ReduceOp::Max.identity(), nan), f32::NEG_INFINITY);
+        assert_eq!(ReduceOp::Max.apply(-1.0f64, 2.0), 2.0);
+        assert_eq!(ReduceOp::Sum.apply(u32::MAX, 2), 1);
+        assert_eq!(ReduceOp::Sum.apply(i64::MAX, 1), i64::MIN);
+        assert_eq!(ReduceOp::Min.identity::<i32>(), i32::MAX);
+        assert_eq!(ReduceOp::Max.identity::<f32>(), f32::NEG_INFINITY);
+    }
+}
