@@ -240,8 +240,9 @@ impl<D: Device> Algorithms<D> {
         }
     }
 
-    /// Writes into `out[s]` the combination of `input[offsets[s]..offsets[s
-    /// + 1]]` for each of the `offsets.len() - 1` segments, in stream order.
+    /// Writes into `out[s]` the combination of the input's elements
+    /// `offsets[s]..offsets[s + 1]`, for each of the `offsets.len() - 1`
+    /// segments, in stream order.
     /// The offsets must be non-decreasing and end within the input; they are
     /// checked here and copied to the device (which waits for the work
     /// queued on `stream` before it).
