@@ -5,6 +5,7 @@
 //! This crate calls vendor APIs directly (the raw baselines in `raw_*.rs`):
 //! it is the one place outside `crates/hetero/src/backend/` that may.
 
+mod algorithms;
 mod graphs;
 mod growth;
 mod markers;
@@ -196,6 +197,8 @@ struct DeviceResult {
     graphs: Vec<graphs::GraphCost>,
     /// A profiler range's cost against an operation (`markers.rs`).
     markers: Option<markers::MarkerCost>,
+    /// `hetero::algorithms` against the device's copy bandwidth (`algorithms.rs`).
+    algorithms: Vec<algorithms::AlgorithmCost>,
     /// Errors of a path that could not run (its other paths still count).
     errors: Vec<String>,
 }
@@ -252,6 +255,10 @@ struct Cli {
     /// Rounds of each peer-copy figure (the median is reported).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
     peer_rounds: u16,
+    /// Elements of each `hetero::algorithms` row, per element type (0 skips
+    /// them; at most 2^31 - 1; `--rounds` rounds each).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2_147_483_647))]
+    algorithms_elements: u32,
 }
 
 /// A peer-copy size: a positive multiple of 4 bytes.
@@ -299,6 +306,7 @@ fn main() -> ExitCode {
                 peer: Vec::new(),
                 graphs: Vec::new(),
                 markers: None,
+                algorithms: Vec::new(),
                 errors: Vec::new(),
             }
         })
@@ -308,6 +316,14 @@ fn main() -> ExitCode {
         per_operation(&cli, plan, &contexts, &mut results);
         for result in &mut results {
             result.markers = markers::measure(plan.rounds, &result.paths);
+        }
+    }
+    if cli.algorithms_elements > 0 {
+        for ((_, ctx), result) in contexts.iter().zip(&mut results) {
+            match algorithms::run(ctx, cli.algorithms_elements as usize, usize::from(cli.rounds)) {
+                Ok(costs) => result.algorithms = costs,
+                Err(e) => result.errors.push(format!("algorithms: {e}")),
+            }
         }
     }
     // Peer copies, one backend at a time, on every device of it.
@@ -555,6 +571,16 @@ fn print_table(result: &DeviceResult) {
     println!("\n{} `{}` ({}): microseconds of host time per operation", result.backend, result.device, result.platform);
     if !result.paths.is_empty() {
         print_costs(result);
+    }
+    if !result.algorithms.is_empty() {
+        println!("algorithms (hetero::algorithms; device time, median): fraction of the device's copy bandwidth");
+        println!("{:<8} {:<16} {:>12} {:>10} {:>9} {:>8}", "element", "algorithm", "elements", "ms", "GB/s", "of copy");
+        for a in &result.algorithms {
+            println!(
+                "{:<8} {:<16} {:>12} {:>10.3} {:>9.1} {:>8.2}",
+                a.element, a.algorithm, a.elements, a.device_ms, a.gbps, a.of_copy
+            );
+        }
     }
     if let Some(m) = &result.markers {
         println!(

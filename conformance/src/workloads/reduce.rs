@@ -14,6 +14,7 @@
 //! second pass (loop plus tree) or the chain of atomic adds (one per block,
 //! in any order).
 
+use hetero::algorithms::{Algorithms, ReduceOp};
 use hetero::{BlockRequest, DeviceBuffer, DeviceSlice, Kernel, LaunchConfig, Stream};
 use rand::Rng;
 
@@ -28,13 +29,18 @@ pub enum Strategy {
     TwoPass,
     /// `reduce_atomic`: each block adds its sum to the result atomically.
     Atomic,
+    /// `hetero::algorithms`' sum: two passes of the library's generic
+    /// kernel, as `TwoPass` on GPUs; the host backend sums each block's
+    /// contiguous share in eight lanes.
+    Library,
 }
 
 /// Name, strategy and threads per block asked for, of each variant.
-pub const VARIANTS: [(&str, Strategy, u32); 3] = [
+pub const VARIANTS: [(&str, Strategy, u32); 4] = [
     ("two-pass-256", Strategy::TwoPass, 256),
     ("two-pass-192", Strategy::TwoPass, 192),
     ("atomic-256", Strategy::Atomic, 256),
+    ("library", Strategy::Library, 256),
 ];
 
 /// Most blocks of the first pass; threads loop over the rest (grid-stride).
@@ -59,6 +65,8 @@ struct Kernels {
     atomic: Kernel,
     /// [`max_blocks`] of the device.
     max_blocks: u32,
+    /// The library's algorithms (`Strategy::Library`).
+    algorithms: Algorithms,
 }
 
 /// Runs every variant; one outcome each.
@@ -75,6 +83,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         partial: module.kernel("reduce_partial")?,
         atomic: module.kernel("reduce_atomic")?,
         max_blocks: max_blocks(ctx.info()),
+        algorithms: Algorithms::new(ctx),
     };
     let staged = ctx.pinned_from_slice(&input)?;
     let mut device = ctx.alloc::<f32>(n)?;
@@ -134,7 +143,7 @@ impl Kernels {
     /// per thread).
     fn block(&self, strategy: Strategy, wanted: u32) -> u32 {
         let kernel = match strategy {
-            Strategy::TwoPass => &self.partial,
+            Strategy::TwoPass | Strategy::Library => &self.partial,
             Strategy::Atomic => &self.atomic,
         };
         kernel.block_size(BlockRequest::new(wanted).shared_per_thread(4))
@@ -179,6 +188,7 @@ fn enqueue(
                 )
             }
         }
+        Strategy::Library => kernels.algorithms.reduce(stream, *input, ReduceOp::Sum, &mut *out),
         Strategy::Atomic => {
             stream.fill(&mut *out, 0.0f32)?;
             let total = out.slice_mut(..)?;
@@ -202,9 +212,17 @@ pub fn additions(strategy: Strategy, threads: u32, len: usize, max_blocks: u32) 
     // additions join the four accumulators.
     let chain = |per: usize| (per / 4 + per % 4 + 2) as f64;
     let first = chain(len.div_ceil(blocks as usize * threads as usize)) + tree_depth(threads);
+    let second = chain((blocks as usize).div_ceil(threads as usize)) + tree_depth(threads);
     match strategy {
-        Strategy::TwoPass => first + chain((blocks as usize).div_ceil(threads as usize)) + tree_depth(threads),
+        Strategy::TwoPass => first + second,
         Strategy::Atomic => first + f64::from(blocks),
+        Strategy::Library => {
+            // The host's lanes: a share of `len / blocks` in eight lanes,
+            // then the lanes folded from the identity; twice.
+            let lanes = |share: usize| (share / 8 + share % 8 + 9) as f64;
+            let host = lanes(len.div_ceil(blocks as usize)) + lanes(blocks as usize);
+            (first + second).max(host)
+        }
     }
 }
 

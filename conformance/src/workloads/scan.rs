@@ -8,6 +8,7 @@
 //! forward-progress guarantee from any backend. The pull workload reuses
 //! it to turn per-jet constituent counts into offsets.
 
+use hetero::algorithms::{Algorithms, ScanKind};
 use hetero::safe::OnDevice;
 use hetero::{
     BlockRequest, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Graph, GraphBuffer, GraphStream, Kernel,
@@ -291,15 +292,19 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let mut output = ctx.alloc::<u32>(n)?;
     // Empty, one element, one tile and its neighbours, two levels' worth
     // and the whole input: prefixes of one input, each checked in full.
-    let plans = VARIANTS
+    let mut plans = VARIANTS
         .iter()
-        .map(|&(name, wanted)| Ok((name, ScanPlan::new(ctx, wanted, n)?)))
+        .map(|&(name, wanted)| Ok((name, Scan::Blocks(Box::new(ScanPlan::new(ctx, wanted, n)?)))))
         .collect::<Result<Vec<_>, hetero::Error>>()?;
     let mut lengths = vec![0, 1, 1001, n];
     for (_, plan) in &plans {
         let tile = (plan.threads() * ITEMS) as usize;
         lengths.extend([tile - 1, tile, tile + 1, tile * tile + 1]);
     }
+    // The library's single-pass scan (hetero::algorithms), whose tiles for
+    // u32 are 256 threads of 16 elements.
+    plans.push((SINGLE_PASS, Scan::SinglePass(Algorithms::new(ctx))));
+    lengths.extend([4095, 4096, 4097, 3 * 4096 + 17]);
     lengths.retain(|&len| len <= n);
     lengths.sort_unstable();
     lengths.dedup();
@@ -334,6 +339,36 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         );
     }
     Ok(outcomes)
+}
+
+/// The single-pass variant's name: `hetero::algorithms`' scan.
+pub const SINGLE_PASS: &str = "single-pass";
+
+/// A variant: the block scan's plan, or the library's single-pass scan.
+enum Scan {
+    Blocks(Box<ScanPlan>),
+    SinglePass(Algorithms),
+}
+
+impl Scan {
+    fn threads(&self) -> u32 {
+        match self {
+            Scan::Blocks(plan) => plan.threads(),
+            Scan::SinglePass(_) => 256,
+        }
+    }
+
+    fn enqueue(
+        &mut self,
+        stream: &Stream,
+        input: &DeviceSlice<'_, u32>,
+        output: &mut DeviceSliceMut<'_, u32>,
+    ) -> Result<(), hetero::Error> {
+        match self {
+            Scan::Blocks(plan) => plan.enqueue(stream, input, output),
+            Scan::SinglePass(algorithms) => algorithms.scan(stream, *input, output.reborrow(), ScanKind::Exclusive),
+        }
+    }
 }
 
 /// Sequential exclusive scan, modulo 2^32 like the device.

@@ -39,18 +39,24 @@ fn targets(args: &[String]) -> Result<Vec<String>, String> {
     }
 }
 
-/// Every kernel file: the built-in ones, then [`FILES`].
-fn files() -> Vec<(&'static str, &'static str)> {
-    hetero::kernels::ALL.iter().map(|(name, source)| (*name, *source)).chain(FILES).collect()
+/// Every kernel file: the built-in ones, then [`FILES`], then every
+/// instantiation of the algorithms' generic source.
+fn files() -> Vec<(String, String)> {
+    hetero::kernels::ALL
+        .iter()
+        .chain(FILES.iter())
+        .map(|(name, source)| (name.to_string(), source.to_string()))
+        .chain(hetero::algorithms::kernel_sources())
+        .collect()
 }
 
 /// `--one TARGET INDEX`: compiles one file for one target in this process
 /// (exit 0, 1 with the log, or 2 when hiprtc cannot be loaded).
 fn one(target: &str, index: &str) -> ExitCode {
-    let Some((_, source)) = index.parse::<usize>().ok().and_then(|i| files().get(i).copied()) else {
+    let Some((_, source)) = index.parse::<usize>().ok().and_then(|i| files().into_iter().nth(i)) else {
         return ExitCode::from(2);
     };
-    match hetero::backend::hip::compile_for_target(source, target) {
+    match hetero::backend::hip::compile_for_target(&source, target) {
         Ok(bytes) => {
             println!("{bytes}");
             ExitCode::SUCCESS

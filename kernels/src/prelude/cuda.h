@@ -35,7 +35,7 @@ static __device__ __forceinline__ uint atomic_min_u32(uint* p, uint v) { return 
  * that reads memory, not a cached copy; FENCE_GLOBAL orders a block's
  * global accesses before it against those after it, for every block. */
 static __device__ __forceinline__ void atomic_store_u32(uint* p, uint v) { atomicExch(p, v); }
-static __device__ __forceinline__ uint atomic_load_u32(const uint* p) { return *(const volatile uint*)p; }
+static __device__ __forceinline__ uint atomic_load_u32(uint* p) { return *(volatile uint*)p; }
 #define FENCE_GLOBAL __threadfence()
 /* A block-shared array declared inside a kernel. */
 #define SHARED_ARRAY(T, name, count) __shared__ T name[count]

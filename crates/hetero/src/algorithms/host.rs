@@ -19,6 +19,12 @@ const PIECE: usize = 4096;
 const LANES: usize = 8;
 
 /// The registrations for `T` and `op`, in the source's parameter order.
+///
+/// Registered as trusted, as the host's built-in kernels are: their
+/// accesses are plain copies, not atomic ones, which is sound because each
+/// block (or, in the scan, each chunk) writes elements no other one
+/// touches, and the typed layer never lets an input and an output of one
+/// launch overlap.
 pub(super) fn kernels<T: Element>(op: ReduceOp) -> Vec<HostKernel> {
     let reduce = match op {
         ReduceOp::Sum => reduce::<T, 0> as crate::host_kernel::KernelFn,
@@ -31,19 +37,21 @@ pub(super) fn kernels<T: Element>(op: ReduceOp) -> Vec<HostKernel> {
         ReduceOp::Max => segmented::<T, 2>,
     };
     vec![
-        HostKernel::new("alg_reduce", reduce).slice::<T>().slice_mut::<T>().scalar::<u32>().scalar::<T>(),
+        HostKernel::new("alg_reduce", reduce).trusted().slice::<T>().slice_mut::<T>().scalar::<u32>().scalar::<T>(),
         HostKernel::new("alg_segmented_reduce", segmented)
+            .trusted()
             .slice::<T>()
             .slice::<u32>()
             .slice_mut::<T>()
             .scalar::<u32>()
+            .scalar::<u32>()
+            .scalar::<u32>()
             .scalar::<T>(),
         HostKernel::new("alg_scan", scan::<T>)
+            .trusted()
             .slice::<T>()
             .slice_mut::<T>()
             .slice_mut::<u32>()
-            .slice_mut::<T>()
-            .slice_mut::<T>()
             .scalar::<u32>()
             .scalar::<u32>()
             .scalar::<u32>()
@@ -101,33 +109,34 @@ fn reduce<T: Element, const OP: u8>(block: &Block, args: &Args) -> Fault {
     partials.set(b, total)
 }
 
-/// `alg_segmented_reduce(in, offsets, out, segments, identity)`.
+/// `alg_segmented_reduce(in, offsets, out, n, segments, group,
+/// identity)`: block `b` takes segments `b`, `b + G`, ...; offsets are
+/// clamped to the input as the kernel clamps them.
 fn segmented<T: Element, const OP: u8>(block: &Block, args: &Args) -> Fault {
     let input = args.slice::<T>(0)?;
     let offsets = args.slice::<u32>(1)?;
     let out = args.slice_mut::<T>(2)?;
-    let segments = args.u32(3)? as usize;
-    let identity = args.scalar::<T>(4)?;
+    let n = args.u32(3)? as usize;
+    let segments = args.u32(4)? as usize;
+    let identity = args.scalar::<T>(6)?;
     let (b, grid) = (block.idx()[0] as usize, block.grid()[0] as usize);
     for s in (b..segments).step_by(grid.max(1)) {
-        let (begin, end) = (offsets.get(s)? as usize, offsets.get(s + 1)? as usize);
-        if begin > end {
-            return Err(format!("segment {s}: offsets {begin} > {end}"));
-        }
+        let end = (offsets.get(s + 1)? as usize).min(n);
+        let begin = (offsets.get(s)? as usize).min(end);
         out.set(s, fold(&input, begin..end, op_of(OP), identity)?)?;
     }
     Ok(())
 }
 
-/// `alg_scan(in, out, state, aggregates, prefixes, n, items, exclusive,
-/// identity)`, as one block over the whole input.
+/// `alg_scan(in, out, state, n, items, exclusive, identity)`, as one
+/// block over the whole input.
 fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
     if block.grid() != [1, 1, 1] {
         return Err(format!("the host's alg_scan runs as one block, not a grid of {:?}", block.grid()));
     }
-    let n = args.u32(5)? as usize;
-    let exclusive = args.u32(7)? != 0;
-    let zero = args.scalar::<T>(8)?;
+    let n = args.u32(3)? as usize;
+    let exclusive = args.u32(5)? != 0;
+    let zero = args.scalar::<T>(6)?;
     let chunks = (rayon::current_num_threads() * 4).max(1);
     let chunk = n.div_ceil(chunks).div_ceil(PIECE).max(1) * PIECE;
     let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();

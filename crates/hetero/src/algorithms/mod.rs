@@ -64,7 +64,7 @@ const BLOCKS_PER_UNIT: u32 = 64;
 /// 2048 elements at 256 threads.
 const SCAN_ITEMS: [u32; 2] = [16, 8];
 /// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum.
-const SCAN_WINDOW: usize = 33;
+const SCAN_WINDOW: usize = 129;
 
 /// The kernels of one element type and operator.
 struct Built<D: Device> {
@@ -119,7 +119,7 @@ impl<D: Device> Algorithms<D> {
         }
         let built = self.built::<T>(op)?;
         let kernel = &built.reduce;
-        let threads = kernel.block_size(BlockRequest::new(THREADS));
+        let threads = kernel.block_size(BlockRequest::new(THREADS).shared_per_thread(std::mem::size_of::<T>()));
         let shared = threads as usize * std::mem::size_of::<T>();
         let n = input.len() as u32;
         let units = self.ctx.info().compute_units.max(1);
@@ -212,15 +212,14 @@ impl<D: Device> Algorithms<D> {
         // The host backend's implementation scans the whole input in one
         // block, in parallel across the host's cores.
         let tiles = if host { 1 } else { n.div_ceil(threads * items) };
-        let mut state = stream.alloc::<u32>(1 + tiles as usize)?;
+        // The tile counter, then each tile's status: a word per 16 bits.
+        let mut state = stream.alloc::<u32>(1 + tiles as usize * size / 2)?;
         stream.fill(&mut state, 0u32)?;
-        let mut aggregates = stream.alloc::<T>(tiles as usize)?;
-        let mut prefixes = stream.alloc::<T>(tiles as usize)?;
-        let (state, aggregates, prefixes) = (state.slice_mut(..)?, aggregates.slice_mut(..)?, prefixes.slice_mut(..)?);
+        let state = state.slice_mut(..)?;
         let exclusive = u32::from(kind == ScanKind::Exclusive);
         // SAFETY: alg_scan reads input[0..n), writes output[0..n), and with
-        // exactly `tiles` blocks touches state[0..1 + tiles) and
-        // aggregates and prefixes [0..tiles); state was zeroed above.
+        // exactly `tiles` blocks touches state[0..1 + tiles * size / 2),
+        // which was zeroed above.
         unsafe {
             stream.launch(
                 kernel,
@@ -229,8 +228,6 @@ impl<D: Device> Algorithms<D> {
                     (&input).into(),
                     (&output).into(),
                     (&state).into(),
-                    (&aggregates).into(),
-                    (&prefixes).into(),
                     n.into(),
                     items.into(),
                     exclusive.into(),
@@ -290,25 +287,76 @@ impl<D: Device> Algorithms<D> {
         if segments == 0 {
             return Ok(());
         }
-        let built = self.built::<T>(op)?;
-        let kernel = &built.segmented;
-        let threads = kernel.block_size(BlockRequest::new(THREADS));
-        let units = self.ctx.info().compute_units.max(1);
-        let blocks = (segments as u32).min(units.saturating_mul(BLOCKS_PER_UNIT).min(MAX_BLOCKS));
         let mut device_offsets = stream.alloc::<u32>(offsets.len())?;
         stream.copy_from_host(offsets, &mut device_offsets)?;
-        let device_offsets = device_offsets.slice(..)?;
-        // SAFETY: alg_segmented_reduce reads input within the checked
-        // offsets, reads offsets[0..=segments) and writes out[0..segments).
+        self.launch_segmented(stream, input, device_offsets.slice(..)?, op, out)
+    }
+
+    /// [`Self::segmented_reduce`] with the offsets already on the device:
+    /// nothing waits for the host.
+    ///
+    /// # Safety
+    /// `offsets` holds `out.len() + 1` non-decreasing offsets, the last at
+    /// most the input's length. The kernel clamps offsets to the input, so
+    /// bad ones read nothing outside it, but their segments' results are
+    /// then meaningless: the promise is what makes them right.
+    pub unsafe fn segmented_reduce_on_device<'i, 'f, 'o, T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: impl Into<Slice<'i, T, OnDevice, D>>,
+        offsets: impl Into<Slice<'f, u32, OnDevice, D>>,
+        op: ReduceOp,
+        out: impl Into<SliceMut<'o, T, OnDevice, D>>,
+    ) -> Result<()> {
+        let (input, offsets, out) = (input.into(), offsets.into(), out.into());
+        self.check_len("segmented_reduce", input.len())?;
+        self.check_len("segmented_reduce", out.len())?;
+        if offsets.len() != out.len() + 1 {
+            return Err(self.error(
+                "segmented_reduce",
+                ErrorKind::OutOfBounds,
+                format!("{} offsets for {} segments; n segments need n + 1 offsets", offsets.len(), out.len()),
+            ));
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.launch_segmented(stream, input, offsets, op, out)
+    }
+
+    /// Launches `alg_segmented_reduce` over checked lengths.
+    fn launch_segmented<T: Element>(
+        &self,
+        stream: &Stream<D>,
+        input: Slice<'_, T, OnDevice, D>,
+        offsets: Slice<'_, u32, OnDevice, D>,
+        op: ReduceOp,
+        out: SliceMut<'_, T, OnDevice, D>,
+    ) -> Result<()> {
+        let built = self.built::<T>(op)?;
+        let kernel = &built.segmented;
+        let threads = kernel.block_size(BlockRequest::new(THREADS).shared_per_thread(std::mem::size_of::<T>()));
+        let segments = out.len() as u32;
+        // Threads per segment: a power of two near a quarter of the mean
+        // segment, so that each thread adds about four elements.
+        let mean = input.len() / out.len();
+        let group = (mean / 4).max(1).next_power_of_two().min(prev_power_of_two(threads)) as u32;
+        let per_block = threads / group;
+        let units = self.ctx.info().compute_units.max(1);
+        let blocks = segments.div_ceil(per_block).min(units.saturating_mul(BLOCKS_PER_UNIT).min(MAX_BLOCKS));
+        // SAFETY: alg_segmented_reduce reads offsets[0..=segments), input
+        // within [0, n) (offsets are clamped to it) and writes out[0..segments).
         unsafe {
             stream.launch(
                 kernel,
                 LaunchConfig::linear(blocks, threads, threads as usize * std::mem::size_of::<T>()),
                 &[
                     (&input).into(),
-                    (&device_offsets).into(),
+                    (&offsets).into(),
                     (&out).into(),
-                    (segments as u32).into(),
+                    (input.len() as u32).into(),
+                    segments.into(),
+                    group.into(),
                     op.identity::<T>().arg(),
                 ],
             )
@@ -361,6 +409,30 @@ impl<D: Device> Algorithms<D> {
     fn error(&self, call: &'static str, kind: ErrorKind, message: impl Into<String>) -> Error {
         Error::new(self.ctx.info().backend, call, kind, message)
     }
+}
+
+/// Every instantiation of the algorithms' source the library can build
+/// (element type and operator, and its text), for checking them with
+/// other compilers (`cargo xtask hip-compile`).
+pub fn kernel_sources() -> Vec<(String, String)> {
+    fn of<T: Element>(out: &mut Vec<(String, String)>) {
+        for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
+            out.push((format!("algorithms {} {}", T::NAME, op.name()), source::<T>(op)));
+        }
+    }
+    let mut out = Vec::new();
+    of::<u32>(&mut out);
+    of::<i32>(&mut out);
+    of::<u64>(&mut out);
+    of::<i64>(&mut out);
+    of::<f32>(&mut out);
+    of::<f64>(&mut out);
+    out
+}
+
+/// The largest power of two at most `x` (1 for 0).
+fn prev_power_of_two(x: u32) -> usize {
+    1usize << (31 - x.max(1).leading_zeros())
 }
 
 /// The generic source instantiated for `T` and `op`.

@@ -271,6 +271,15 @@ pub struct SliceMut<'a, T, K, D: Device = AnyDevice> {
     _exclusive: PhantomData<&'a mut Buffer<T, K, D>>,
 }
 
+// A read-only view is a shared borrow: copies of it are as sound as the one.
+impl<T, K, D: Device> Clone for Slice<'_, T, K, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T, K, D: Device> Copy for Slice<'_, T, K, D> {}
+
 /// Read-only view of part of a device buffer.
 pub type DeviceSlice<'a, T, D = AnyDevice> = Slice<'a, T, OnDevice, D>;
 /// Writable view of part of a device buffer.
@@ -366,6 +375,12 @@ impl<'a, T: Pod, K, D: Device> SliceMut<'a, T, K, D> {
 
     pub(crate) fn view(&self) -> View<'_, D> {
         view_of(self.buf, self.offset, self.len, Access::Write)
+    }
+
+    /// The same elements, writable for as long as `self` is borrowed: to
+    /// pass the slice on and use it again afterwards.
+    pub fn reborrow(&mut self) -> SliceMut<'_, T, K, D> {
+        SliceMut { buf: self.buf, offset: self.offset, len: self.len, _exclusive: PhantomData }
     }
 
     /// The view, holding the buffer's exclusive borrow for `'a`.

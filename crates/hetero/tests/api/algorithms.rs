@@ -111,9 +111,16 @@ fn check_type<T: Value>(ctx: &Context, algorithms: &Algorithms, rng: &mut ChaCha
             offsets.push(offsets.last().unwrap() + step as u32);
         }
         let segments = offsets.len() - 1;
-        for op in [ReduceOp::Sum, ReduceOp::Max] {
+        let device_offsets = stream.upload(&offsets).unwrap();
+        for (op, on_device) in [(ReduceOp::Sum, false), (ReduceOp::Max, false), (ReduceOp::Sum, true)] {
             let mut out = stream.alloc::<T>(segments).unwrap();
-            algorithms.segmented_reduce(&stream, &input, &offsets, op, &mut out).unwrap();
+            if on_device {
+                // SAFETY: the offsets are non-decreasing and end within the input.
+                unsafe { algorithms.segmented_reduce_on_device(&stream, &input, &device_offsets, op, &mut out) }
+                    .unwrap();
+            } else {
+                algorithms.segmented_reduce(&stream, &input, &offsets, op, &mut out).unwrap();
+            }
             let got = if segments == 0 { Vec::new() } else { stream.download(&out).unwrap() };
             for (s, w) in offsets.windows(2).enumerate() {
                 let part = &host[w[0] as usize..w[1] as usize];
@@ -208,6 +215,12 @@ pub fn algorithms_refuse_bad_input(ctx: &Context) {
     refuse(algorithms.segmented_reduce(&stream, &input, &[0, 3, 2], ReduceOp::Sum, &mut two), "decrease at segment 1");
     refuse(algorithms.segmented_reduce(&stream, &input, &[0, 2, 5], ReduceOp::Sum, &mut two), "past the input's 4");
     refuse(algorithms.segmented_reduce(&stream, &input, &[0, 2], ReduceOp::Sum, &mut two), "holds 2");
+    let offsets = stream.upload(&[0u32, 1]).unwrap();
+    // SAFETY: refused before any launch (two offsets make one segment).
+    refuse(
+        unsafe { algorithms.segmented_reduce_on_device(&stream, &input, &offsets, ReduceOp::Sum, &mut two) },
+        "2 offsets for 2 segments",
+    );
     // Nothing above ran: the buffers are still usable and ordered.
     algorithms.segmented_reduce(&stream, &input, &[0, 1, 4], ReduceOp::Sum, &mut two).unwrap();
     assert_eq!(stream.download(&two).unwrap(), [1, 9]);

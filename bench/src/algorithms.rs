@@ -1,0 +1,105 @@
+//! `hetero::algorithms` at one length, per element type: device time
+//! (events around each call; the median of the rounds after one untimed)
+//! and the fraction of the device's own copy bandwidth, that copy timed the
+//! same way in the same process over the same bytes. As in the suite,
+//! bytes are those the algorithm must move at least, and the copy's count
+//! its reads and writes.
+
+use hetero::algorithms::{Algorithms, Element, ReduceOp, ScanKind};
+use hetero::{Context, Stream};
+
+use crate::measure::{Fail, median};
+
+/// Elements per segment of the segmented reduce (about a jet's constituents).
+pub const SEGMENT: usize = 64;
+
+/// One algorithm on one element type.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AlgorithmCost {
+    /// Element type, in the kernel dialect (`uint`, `double`, ...).
+    pub element: &'static str,
+    /// `reduce-sum`, `reduce-max`, `scan-exclusive` or `segmented-sum`.
+    pub algorithm: &'static str,
+    pub elements: usize,
+    /// Median device milliseconds.
+    pub device_ms: f64,
+    /// Bytes it must move at least, per second.
+    pub gbps: f64,
+    /// `gbps` over the copy's (reads and writes) of the same bytes.
+    pub of_copy: f64,
+}
+
+/// Every algorithm on every element type the device has, `elements` long.
+pub fn run(ctx: &Context, elements: usize, rounds: usize) -> Result<Vec<AlgorithmCost>, Fail> {
+    let stream = ctx.stream()?;
+    let algorithms = Algorithms::new(ctx);
+    let mut out = Vec::new();
+    measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<u64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<i64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    if ctx.info().fp64 {
+        measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Median device milliseconds of `f`, after one untimed call.
+fn time(ctx: &Context, stream: &Stream, rounds: usize, mut f: impl FnMut() -> hetero::Result<()>) -> Result<f64, Fail> {
+    let (start, end) = (ctx.event()?, ctx.event()?);
+    f()?;
+    let mut ms = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        stream.record(&start)?;
+        f()?;
+        stream.record(&end)?;
+        end.synchronize()?;
+        ms.push(start.elapsed_ms(&end)?);
+    }
+    Ok(median(&ms))
+}
+
+fn measure<T: Element>(
+    ctx: &Context,
+    stream: &Stream,
+    algorithms: &Algorithms,
+    n: usize,
+    rounds: usize,
+    out: &mut Vec<AlgorithmCost>,
+) -> Result<(), Fail> {
+    let size = std::mem::size_of::<T>();
+    let input = stream.alloc_zeros::<T>(n)?;
+    let mut output = stream.alloc_zeros::<T>(n)?;
+    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
+    let copy_gbps = (2 * n * size) as f64 / (copy_ms * 1e6);
+    let mut total = stream.alloc::<T>(1)?;
+    let segments = n / SEGMENT;
+    let offsets: Vec<u32> = (0..=segments).map(|s| (s * SEGMENT) as u32).collect();
+    let device_offsets = stream.upload(&offsets)?;
+    let mut sums = stream.alloc::<T>(segments)?;
+    let mut push = |algorithm, bytes: usize, ms: f64| {
+        let gbps = bytes as f64 / (ms * 1e6);
+        out.push(AlgorithmCost {
+            element: T::NAME,
+            algorithm,
+            elements: n,
+            device_ms: ms,
+            gbps,
+            of_copy: gbps / copy_gbps,
+        });
+    };
+    let ms = time(ctx, stream, rounds, || algorithms.reduce(stream, &input, ReduceOp::Sum, &mut total))?;
+    push("reduce-sum", n * size, ms);
+    let ms = time(ctx, stream, rounds, || algorithms.reduce(stream, &input, ReduceOp::Max, &mut total))?;
+    push("reduce-max", n * size, ms);
+    let ms = time(ctx, stream, rounds, || algorithms.scan(stream, &input, &mut output, ScanKind::Exclusive))?;
+    push("scan-exclusive", 2 * n * size, ms);
+    // SAFETY: the offsets are non-decreasing and end at segments * SEGMENT <= n.
+    let ms = time(ctx, stream, rounds, || unsafe {
+        algorithms.segmented_reduce_on_device(stream, &input, &device_offsets, ReduceOp::Sum, &mut sums)
+    })?;
+    push("segmented-sum", n * size + (segments + 1) * 4 + segments * size, ms);
+    stream.synchronize()?;
+    Ok(())
+}

@@ -1,0 +1,77 @@
+"""torch's reduce, scan and segmented sum on the GPU node, per dtype, for
+the `bench --algorithms-elements` rows of the same call.
+
+    python3 ci/gpu/algorithms_torch.py --elements 268435456 --json $OUT/algorithms-torch.json
+
+Times with CUDA events (median of repeated runs after warm-up) the device's
+own copy of the same bytes (clone into a preallocated tensor), `torch.sum`,
+`torch.amax`, `torch.cumsum` and `torch.segment_reduce` (sum over segments
+of 64, as the bench's segmented rows), each with the bytes it must move at
+least and that figure over the copy's (reads plus writes): the convention
+of hetero's bench. torch has no 32-bit unsigned sums; int32 moves the same
+bytes.
+"""
+
+import argparse
+import json
+import statistics
+
+import torch
+
+WARMUP, REPEATS = 3, 11
+SEGMENT = 64
+
+
+def timed(fn):
+    for _ in range(WARMUP):
+        fn()
+    times = []
+    for _ in range(REPEATS):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--elements", type=int, default=1 << 28)
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args()
+    n = args.elements
+    dev = torch.device("cuda")
+    rows = []
+    for dtype, name in [(torch.int32, "int32"), (torch.float32, "float32"), (torch.int64, "int64"), (torch.float64, "float64")]:
+        size = torch.tensor([], dtype=dtype).element_size()
+        x = torch.zeros(n, device=dev, dtype=dtype)
+        y = torch.empty_like(x)
+        copy_ms = timed(lambda: y.copy_(x))
+        copy_gbps = 2 * n * size / (copy_ms * 1e6)
+        segments = n // SEGMENT
+        lengths = torch.full((segments,), SEGMENT, device=dev, dtype=torch.int64)
+        head = x[: segments * SEGMENT]
+        figures = [
+            ("reduce-sum", n * size, timed(lambda: torch.sum(x))),
+            ("reduce-max", n * size, timed(lambda: torch.amax(x))),
+            ("scan-inclusive", 2 * n * size, timed(lambda: torch.cumsum(x, 0, out=y))),
+        ]
+        if dtype.is_floating_point:
+            # segment_reduce takes floating point only.
+            figures.append(("segmented-sum", n * size + segments * (8 + size),
+                            timed(lambda: torch.segment_reduce(head, "sum", lengths=lengths))))
+        for algorithm, bytes_, ms in figures:
+            gbps = bytes_ / (ms * 1e6)
+            rows.append({"dtype": name, "algorithm": algorithm, "elements": n, "device_ms": ms, "gbps": gbps,
+                         "of_copy": gbps / copy_gbps})
+            print(f"torch {name:8} {algorithm:15} {ms:9.3f} ms {gbps:8.1f} GB/s {gbps / copy_gbps:6.2f} of copy")
+        del x, y
+        torch.cuda.empty_cache()
+    with open(args.json, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
