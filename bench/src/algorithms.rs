@@ -27,13 +27,23 @@ pub struct AlgorithmCost {
     pub gbps: f64,
     /// `gbps` over the copy's (reads and writes) of the same bytes.
     pub of_copy: f64,
+    /// The scan's elements per thread, where a sweep set them
+    /// (`Algorithms::with_scan_items`); the defaults otherwise.
+    pub scan_items: Option<u32>,
 }
 
-/// Every algorithm on every element type the device has, `elements` long.
-pub fn run(ctx: &Context, elements: usize, rounds: usize) -> Result<Vec<AlgorithmCost>, Fail> {
+/// Every algorithm on every element type the device has, `elements` long;
+/// then the scan of `u32` and `u64` with each of `scan_items` elements
+/// per thread (half as many for `u64`).
+pub fn run(ctx: &Context, elements: usize, rounds: usize, scan_items: &[u32]) -> Result<Vec<AlgorithmCost>, Fail> {
     let stream = ctx.stream()?;
     let algorithms = Algorithms::new(ctx);
     let mut out = Vec::new();
+    for &items in scan_items {
+        let tuned = Algorithms::new(ctx).with_scan_items(items, (items / 2).max(1));
+        sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
+        sweep::<u64>(ctx, &stream, &tuned, elements, rounds, (items / 2).max(1), &mut out)?;
+    }
     measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
@@ -58,6 +68,36 @@ fn time(ctx: &Context, stream: &Stream, rounds: usize, mut f: impl FnMut() -> he
         ms.push(start.elapsed_ms(&end)?);
     }
     Ok(median(&ms))
+}
+
+/// The scan alone with `algorithms`' tuning, against the copy.
+fn sweep<T: Element>(
+    ctx: &Context,
+    stream: &Stream,
+    algorithms: &Algorithms,
+    n: usize,
+    rounds: usize,
+    items: u32,
+    out: &mut Vec<AlgorithmCost>,
+) -> Result<(), Fail> {
+    let size = std::mem::size_of::<T>();
+    let input = stream.alloc_zeros::<T>(n)?;
+    let mut output = stream.alloc_zeros::<T>(n)?;
+    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
+    let ms = time(ctx, stream, rounds, || algorithms.scan(stream, &input, &mut output, ScanKind::Exclusive))?;
+    let gbps = (2 * n * size) as f64 / (ms * 1e6);
+    let copy_gbps = (2 * n * size) as f64 / (copy_ms * 1e6);
+    out.push(AlgorithmCost {
+        element: T::NAME,
+        algorithm: "scan-exclusive",
+        elements: n,
+        device_ms: ms,
+        gbps,
+        of_copy: gbps / copy_gbps,
+        scan_items: Some(items),
+    });
+    stream.synchronize()?;
+    Ok(())
 }
 
 fn measure<T: Element>(
@@ -87,6 +127,7 @@ fn measure<T: Element>(
             device_ms: ms,
             gbps,
             of_copy: gbps / copy_gbps,
+            scan_items: None,
         });
     };
     let ms = time(ctx, stream, rounds, || algorithms.reduce(stream, &input, ReduceOp::Sum, &mut total))?;

@@ -259,6 +259,10 @@ struct Cli {
     /// them; at most 2^31 - 1; `--rounds` rounds each).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2_147_483_647))]
     algorithms_elements: u32,
+    /// With `--algorithms-elements`: also the scan of u32 (and u64, with half
+    /// as many) with each of these elements per thread, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    scan_items: Vec<u32>,
 }
 
 /// A peer-copy size: a positive multiple of 4 bytes.
@@ -320,7 +324,7 @@ fn main() -> ExitCode {
     }
     if cli.algorithms_elements > 0 {
         for ((_, ctx), result) in contexts.iter().zip(&mut results) {
-            match algorithms::run(ctx, cli.algorithms_elements as usize, usize::from(cli.rounds)) {
+            match algorithms::run(ctx, cli.algorithms_elements as usize, usize::from(cli.rounds), &cli.scan_items) {
                 Ok(costs) => result.algorithms = costs,
                 Err(e) => result.errors.push(format!("algorithms: {e}")),
             }
@@ -574,11 +578,15 @@ fn print_table(result: &DeviceResult) {
     }
     if !result.algorithms.is_empty() {
         println!("algorithms (hetero::algorithms; device time, median): fraction of the device's copy bandwidth");
-        println!("{:<8} {:<16} {:>12} {:>10} {:>9} {:>8}", "element", "algorithm", "elements", "ms", "GB/s", "of copy");
+        println!(
+            "{:<8} {:<16} {:>6} {:>12} {:>10} {:>9} {:>8}",
+            "element", "algorithm", "items", "elements", "ms", "GB/s", "of copy"
+        );
         for a in &result.algorithms {
+            let items = a.scan_items.map_or("-".to_string(), |i| i.to_string());
             println!(
-                "{:<8} {:<16} {:>12} {:>10.3} {:>9.1} {:>8.2}",
-                a.element, a.algorithm, a.elements, a.device_ms, a.gbps, a.of_copy
+                "{:<8} {:<16} {:>6} {:>12} {:>10.3} {:>9.1} {:>8.2}",
+                a.element, a.algorithm, items, a.elements, a.device_ms, a.gbps, a.of_copy
             );
         }
     }

@@ -302,9 +302,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
         lengths.extend([tile - 1, tile, tile + 1, tile * tile + 1]);
     }
     // The library's single-pass scan (hetero::algorithms), whose tiles for
-    // u32 are 256 threads of 16 elements.
+    // u32 are 256 threads of 32 elements.
     plans.push((SINGLE_PASS, Scan::SinglePass(Algorithms::new(ctx))));
-    lengths.extend([4095, 4096, 4097, 3 * 4096 + 17]);
+    lengths.extend([8191, 8192, 8193, 3 * 8192 + 17]);
     lengths.retain(|&len| len <= n);
     lengths.sort_unstable();
     lengths.dedup();

@@ -29,10 +29,9 @@ static inline uint atomic_add_u32(__global uint* p, uint v) { return atomic_add(
 static inline int atomic_add_i32(__global int* p, int v) { return atomic_add(p, v); }
 static inline uint atomic_max_u32(__global uint* p, uint v) { return atomic_max(p, v); }
 static inline uint atomic_min_u32(__global uint* p, uint v) { return atomic_min(p, v); }
-/* Flags between work-groups (see the CUDA prelude); the load is an atomic
- * read-modify-write, which OpenCL 1.2 makes coherent across work-groups. */
+/* Words between work-groups (see the CUDA prelude). */
 static inline void atomic_store_u32(__global uint* p, uint v) { atomic_xchg(p, v); }
-static inline uint atomic_load_u32(__global uint* p) { return atomic_or(p, 0u); }
+static inline uint atomic_load_u32(__global uint* p) { return *(volatile __global uint*)p; }
 #define FENCE_GLOBAL mem_fence(CLK_GLOBAL_MEM_FENCE)
 #define SHARED_ARRAY(T, name, count) __local T name[count]
 

@@ -60,9 +60,11 @@ const THREADS: u32 = 256;
 /// that (a CPU of few cores gets fewer, longer blocks).
 const MAX_BLOCKS: u32 = 1024;
 const BLOCKS_PER_UNIT: u32 = 64;
-/// Elements a thread scans, for 4-byte and 8-byte types: tiles of 4096 and
-/// 2048 elements at 256 threads.
-const SCAN_ITEMS: [u32; 2] = [16, 8];
+/// Elements a thread scans, for 4-byte and 8-byte types: tiles of 8192 and
+/// 4096 elements at 256 threads. On an H100 at 2^28 elements, u32 scans
+/// at 0.40, 0.62 and 0.71 of the copy bandwidth with 8, 16 and 32, u64 at
+/// 0.55 and 0.67 with 8 and 16 (docs/results/algorithms-h100).
+const SCAN_ITEMS: [u32; 2] = [32, 16];
 /// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum.
 const SCAN_WINDOW: usize = 129;
 
@@ -83,6 +85,8 @@ struct Built<D: Device> {
 /// use and kept.
 pub struct Algorithms<D: Device = AnyDevice> {
     ctx: Context<D>,
+    /// Elements each thread of the scan takes, for 4-byte and 8-byte types.
+    scan_items: [u32; 2],
     built: Mutex<Vec<Arc<Built<D>>>>,
 }
 
@@ -95,7 +99,18 @@ impl<D: Device> std::fmt::Debug for Algorithms<D> {
 impl<D: Device> Algorithms<D> {
     /// The algorithms of `ctx`'s device; nothing is compiled yet.
     pub fn new(ctx: &Context<D>) -> Self {
-        Self { ctx: ctx.clone(), built: Mutex::new(Vec::new()) }
+        Self { ctx: ctx.clone(), scan_items: SCAN_ITEMS, built: Mutex::new(Vec::new()) }
+    }
+
+    /// Tunes the scan: elements each of its 256 threads a block scans, for
+    /// 4-byte and for 8-byte types (defaults 32 and 16; fewer where the
+    /// device's shared memory per block needs it). A tile of the single
+    /// pass is 256 times that; larger tiles mean fewer tiles to look back
+    /// over, but fewer blocks resident at once.
+    #[must_use]
+    pub fn with_scan_items(mut self, four_byte: u32, eight_byte: u32) -> Self {
+        self.scan_items = [four_byte.clamp(1, 64), eight_byte.clamp(1, 64)];
+        self
     }
 
     /// Writes the combination of every element of `input` into `out`, a
@@ -199,7 +214,7 @@ impl<D: Device> Algorithms<D> {
         let size = std::mem::size_of::<T>();
         let host = self.ctx.info().backend == crate::Backend::Host;
         let threads = kernel.block_size(BlockRequest::new(THREADS));
-        let mut items = SCAN_ITEMS[usize::from(size > 4)];
+        let mut items = self.scan_items[usize::from(size > 4)];
         let limit = self.ctx.info().shared_memory_per_block;
         let shared = |items: u32| {
             let tile = (threads * items) as usize;

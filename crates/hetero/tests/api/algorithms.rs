@@ -7,8 +7,9 @@ use hetero::{Context, ErrorKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The GPU scan's tiles: 256 threads of 16 (4-byte types) or 8 elements.
-const TILES: [usize; 2] = [4096, 2048];
+/// The GPU scan's tiles: 256 threads of 32 (4-byte types) or 16 elements,
+/// and half of those (where shared memory is short).
+const TILES: [usize; 3] = [8192, 4096, 2048];
 
 /// Lengths at and around every tile edge, and some random ones.
 fn lengths(rng: &mut ChaCha8Rng) -> Vec<usize> {
