@@ -30,7 +30,10 @@ timeout 400 .gpu/bin/bench --backend "$backends" --rounds 9 --enqueues 1000 --th
   --pull-repeats 1 --growth-groups 2 --graph-rounds 1 --json "$out/bench-markers.json" || status=1
 
 echo "== ncu --nvtx"
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+ncu=$(command -v ncu || true)
+for candidate in /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu; do
+  if [ -z "$ncu" ] && [ -x "$candidate" ]; then ncu=$candidate; fi
+done
 if [ -n "$ncu" ]; then
   echo "ncu: $ncu ($("$ncu" --version | tail -1))"
   # Kernels inside the suite's reduce phase only: the copy-bandwidth
@@ -44,7 +47,10 @@ else
 fi
 
 echo "== nsys"
-nsys=$(command -v nsys || ls /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+nsys=$(command -v nsys || true)
+for candidate in /opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys /opt/nvidia/nsight-systems/*/bin/nsys; do
+  if [ -z "$nsys" ] && [ -x "$candidate" ]; then nsys=$candidate; fi
+done
 if [ -n "$nsys" ]; then
   echo "nsys: $nsys"
   timeout 300 "$nsys" profile --trace=nvtx,cuda --force-overwrite=true --output "$work/prof" \
