@@ -66,13 +66,20 @@ struct Counters {
 
 type Step = hetero::Result<()>;
 
-/// Stresses `ctx` for `config.duration`; returns `None` when the threads do
-/// not finish within `watchdog` after the deadline (a hang).
-pub fn run(ctx: &Context, config: Config, watchdog: Duration) -> Option<Stats> {
+/// The kernel the stress test launches (`affine_u32` of the UTIL source).
+/// A module stays loaded until its device goes: runs that build it once
+/// and share it leave the device's module count as it was.
+pub fn kernel(ctx: &Context) -> hetero::Result<Kernel> {
+    ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")
+}
+
+/// Stresses `ctx` for `config.duration`, launching `kernel` (see
+/// [`kernel`]); returns `None` when the threads do not finish within
+/// `watchdog` after the deadline (a hang).
+pub fn run(ctx: &Context, kernel: &Arc<Kernel>, config: Config, watchdog: Duration) -> Option<Stats> {
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let setup = || -> hetero::Result<(Kernel, Vec<Arc<Mutex<Slot>>>)> {
-        let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
+    let setup = || -> hetero::Result<Vec<Arc<Mutex<Slot>>>> {
         let stream = ctx.stream()?;
         let mut slots = Vec::new();
         for i in 0..config.buffers {
@@ -81,16 +88,15 @@ pub fn run(ctx: &Context, config: Config, watchdog: Duration) -> Option<Stats> {
             slots.push(Arc::new(Mutex::new(Slot { buffer, model: vec![i as u32; config.len] })));
         }
         stream.synchronize()?;
-        Ok((kernel, slots))
+        Ok(slots)
     };
-    let (kernel, slots) = match setup() {
+    let slots = match setup() {
         Ok(s) => s,
         Err(e) => return Some(Stats { errors: vec![format!("setup: {e}")], ..Stats::default() }),
     };
-    let kernel = Arc::new(kernel);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for t in 0..config.threads {
-        let (ctx, kernel, slots) = (ctx.clone(), Arc::clone(&kernel), slots.clone());
+        let (ctx, kernel, slots) = (ctx.clone(), Arc::clone(kernel), slots.clone());
         let (counters, stop, done) = (Arc::clone(&counters), Arc::clone(&stop), done_tx.clone());
         std::thread::spawn(move || {
             let mut worker = Worker {
@@ -104,6 +110,10 @@ pub fn run(ctx: &Context, config: Config, watchdog: Duration) -> Option<Stats> {
             if let Err(e) = worker.serve(config.streams, &stop) {
                 counters.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("thread {t}: {e}"));
             }
+            // Everything the thread holds of the device goes before it says
+            // it is done: a caller counting the device's handles then sees
+            // none of the thread's.
+            drop((kernel, slots, ctx));
             let _ = done.send(());
         });
     }

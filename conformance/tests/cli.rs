@@ -137,7 +137,7 @@ fn host_run_writes_report_and_dump() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("PASS: 5 of 5 checks passed"), "{table}");
+    assert!(table.contains("PASS: 7 of 7 checks passed"), "{table}");
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(report["schema_version"], 1);
@@ -145,7 +145,7 @@ fn host_run_writes_report_and_dump() {
     assert_eq!(run["backend"], "host");
     assert!(run["device"]["name"].is_string());
     let results = run["results"].as_array().unwrap();
-    assert_eq!(results.len(), 5);
+    assert_eq!(results.len(), 7);
     for r in results {
         assert_eq!(r["size"], "small");
         assert_eq!(r["passed"], true);
@@ -184,7 +184,7 @@ fn junit_markdown_and_merge() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let junit = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(path("a.xml")).unwrap()).unwrap();
-    assert_eq!(junit.tests, 2);
+    assert_eq!(junit.tests, 3);
     assert_eq!(junit.failures, 0);
     assert_eq!(junit.test_suites[0].test_cases[0].name.as_str(), "scan/block-256/small");
     let md = std::fs::read_to_string(path("a.md")).unwrap();
@@ -213,7 +213,7 @@ fn junit_markdown_and_merge() {
     assert!(md.contains("| workload | variant | size | host (") && md.contains(" | opencl ("), "{md}");
     assert!(md.contains("| scan | block-192 | small | pass") && md.contains("**FAIL**"), "{md}");
     let junit = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(path("m.xml")).unwrap()).unwrap();
-    assert_eq!((junit.tests, junit.failures), (4, 1));
+    assert_eq!((junit.tests, junit.failures), (6, 1));
 
     // The same run compared with its twin (one verdict changed), in every format.
     let compared = report_tool(&[
@@ -226,7 +226,7 @@ fn junit_markdown_and_merge() {
         &path("same.md"),
     ]);
     assert_eq!(compared.status.code(), Some(0), "{}", String::from_utf8_lossy(&compared.stderr));
-    assert!(std::fs::read_to_string(path("same.html")).unwrap().contains("2 results paired; 0 flagged"));
+    assert!(std::fs::read_to_string(path("same.html")).unwrap().contains("3 results paired; 0 flagged"));
     let mut changed =
         serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(path("a.json")).unwrap()).unwrap();
     changed["runs"][0]["results"][1]["passed"] = false.into();
@@ -526,7 +526,7 @@ fn a_library_baseline_is_attached_to_its_device_and_size_only() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("vs lib.sum 0.250 ms"));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let ratios = report["runs"][0]["baseline"]["ratios"].as_array().unwrap();
-    assert_eq!(ratios.len(), 3, "one per reduce variant");
+    assert_eq!(ratios.len(), 4, "one per reduce variant");
     for r in ratios {
         let (hetero, library) = (r["hetero_ms"].as_f64().unwrap(), r["library_ms"].as_f64().unwrap());
         assert_eq!(library, 0.25);

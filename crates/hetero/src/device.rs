@@ -246,6 +246,32 @@ impl LaunchConfig {
     }
 }
 
+/// The objects a device holds, by kind ([`crate::Device::live_handles`]):
+/// those its owners have not released, and released ones still kept for
+/// queued work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveHandles {
+    /// Streams.
+    pub streams: usize,
+    /// Events.
+    pub events: usize,
+    /// Device and pinned allocations.
+    pub allocations: usize,
+    /// Modules.
+    pub modules: usize,
+    /// Kernels.
+    pub kernels: usize,
+    /// Graphs.
+    pub graphs: usize,
+}
+
+impl LiveHandles {
+    /// Every kind together.
+    pub fn total(&self) -> usize {
+        self.streams + self.events + self.allocations + self.modules + self.kernels + self.graphs
+    }
+}
+
 /// One operation of a graph, as [`crate::Device::create_graph`] takes it:
 /// what the trait's enqueue methods take, with pinned memory as ranges of
 /// its allocation (each backend finds its host address, or its buffer),
@@ -610,6 +636,12 @@ pub trait Device: Send + Sync + 'static {
         args: &[KernelArg],
         stream: StreamId,
     ) -> Result<()>;
+
+    /// How many objects of each kind the device holds now (`None` where a
+    /// backend does not count them): what a long run checks for growth.
+    fn live_handles(&self) -> Option<LiveHandles> {
+        None
+    }
 
     /// `true` when the backend builds graphs of its own
     /// ([`Device::create_graph`]); otherwise the typed layer replays a

@@ -122,6 +122,17 @@ impl<T> Allocations<T> {
         removed.ok_or_else(|| self.invalid(call, id))
     }
 
+    /// Allocations in the table.
+    pub(crate) fn live(&self) -> usize {
+        self.slabs
+            .iter()
+            .map(|slab| {
+                let slab = slab.0.read().unwrap_or_else(PoisonError::into_inner);
+                slab.slots.len() - slab.vacant.len()
+            })
+            .sum()
+    }
+
     /// Removes and returns every allocation (for a device's drop where
     /// allocations need more than a drop to be freed: CUDA and HIP).
     #[cfg_attr(not(any(feature = "cuda", feature = "hip")), allow(dead_code))]

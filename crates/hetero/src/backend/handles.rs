@@ -166,6 +166,11 @@ impl<T> Handles<T> {
         Ok(())
     }
 
+    /// Objects in the table, retired ones still in use included.
+    pub(crate) fn live(&self) -> usize {
+        self.read(|map| map.len()) + self.retired.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
     /// Removes and returns every object, retired ones included (for a device's drop).
     pub(crate) fn take_all(&self) -> Vec<Arc<T>> {
         let mut all: Vec<Arc<T>> = self.write(|map| map.drain().map(|(_, v)| v).collect());

@@ -59,11 +59,13 @@ impl<D: Device> Context<D> {
     }
 
     /// Returns every cached block to the driver: idle ones now, the others
-    /// once the work still using them completes.
+    /// once the work still using them completes; and destroys the spare
+    /// events the layer keeps to track work (it makes new ones as needed).
     pub fn trim(&self) {
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             self.device.cache().trim(&self.device, kind);
         }
+        self.device.trim_spare();
         self.device.reap();
     }
 

@@ -170,6 +170,18 @@ impl<D: Device> Shared<D> {
         self.retired.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Destroys every spare tracking event (they are made again when needed).
+    pub(crate) fn trim_spare(&self) {
+        for shard in self.spare.iter() {
+            let events = std::mem::take(&mut *shard.0.lock().unwrap_or_else(PoisonError::into_inner));
+            for event in events {
+                // SAFETY: spare events are used by nobody (type invariant),
+                // and this one has just left the spare list.
+                let _ = unsafe { self.device.destroy_event(*event) };
+            }
+        }
+    }
+
     /// The calling thread's spare marks.
     fn spare(&self) -> MutexGuard<'_, Vec<Arc<EventId>>> {
         self.spare[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)

@@ -129,3 +129,32 @@ pub fn direct_allocation_caches_nothing(ctx: &Context) {
     assert_eq!((stats.requests, stats.misses, stats.hits, stats.bytes_cached), (3, 3, 0, 0), "{stats:?}");
     assert_eq!(stats.high_water, 400, "direct allocations hold exactly what was asked");
 }
+
+/// What a long run checks for growth: every object counted while it
+/// lives, and after a trim nothing left of work that is done (spare
+/// tracking events and cached blocks included).
+pub fn live_handles_come_back_after_trim(ctx: &Context) {
+    use hetero::Device;
+    ctx.trim();
+    let Some(before) = ctx.device().live_handles() else {
+        println!("skipped: {} does not count its handles", ctx.info().backend);
+        return;
+    };
+    {
+        let stream = ctx.stream().unwrap();
+        let event = ctx.event().unwrap();
+        let mut a = ctx.alloc::<u32>(1000).unwrap();
+        let b = ctx.alloc::<u32>(1000).unwrap();
+        stream.fill(&mut a, 3).unwrap();
+        stream.copy(&b, &mut a).unwrap();
+        stream.record(&event).unwrap();
+        let during = ctx.device().live_handles().unwrap();
+        assert_eq!(during.streams, before.streams + 1, "{during:?}");
+        assert!(during.events > before.events, "{during:?}");
+        assert!(during.allocations >= before.allocations + 2, "{during:?}");
+        stream.synchronize().unwrap();
+    }
+    ctx.trim();
+    let after = ctx.device().live_handles().unwrap();
+    assert_eq!(after, before, "objects left after everything was dropped and trimmed");
+}

@@ -76,6 +76,7 @@ macro_rules! backend_tests {
             #[case::cache_same_stream(allocator::same_stream_reuse_is_ordered)]
             #[case::cache_options(allocator::caps_trim_fill_and_pinned_zeros)]
             #[case::direct_allocation(allocator::direct_allocation_caches_nothing)]
+            #[case::live_handles(allocator::live_handles_come_back_after_trim)]
             #[case::stream_future(completion::stream_future_resolves_after_its_work)]
             #[case::event_future(completion::event_futures_resolve_when_reached)]
             #[case::callbacks(completion::callbacks_run_in_order_after_the_work)]

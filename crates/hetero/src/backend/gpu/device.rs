@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use smallvec::SmallVec;
 
-use super::event::{GateWord, GpuEvent};
+use super::event::{GateWord, GpuEvent, Waits};
 use super::graph::GpuGraph;
 use super::memory::{GpuMemory, Place};
 use super::module::{self, GpuKernel, GpuModule};
@@ -22,7 +22,7 @@ use crate::device::{
     LaunchConfig, ModuleId, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits,
     check_range,
 };
-use crate::device::{PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
@@ -36,8 +36,10 @@ pub struct GpuDevice<R: Runtime> {
     /// The stream of the stream-ordered allocator, where the device has memory pools.
     pool_stream: Option<GpuStream<R>>,
     poisoned: OnceLock<Error>,
-    /// Gate words of destroyed user events, freed when the device is dropped.
-    retired_gates: Mutex<Vec<NonNull<u32>>>,
+    /// Destroyed user events whose words streams may still read: each is
+    /// freed once the waits enqueued on it have completed
+    /// ([`GpuDevice::prune_gates`]), the rest when the device is dropped.
+    retired_gates: Mutex<Vec<Arc<GpuEvent<R>>>>,
     streams: Handles<GpuStream<R>>,
     events: Handles<GpuEvent<R>>,
     allocs: Allocations<GpuMemory<R>>,
@@ -183,6 +185,34 @@ impl<R: Runtime> GpuDevice<R> {
         Ok(route)
     }
 
+    /// Frees the retired gates that no stream can read any more: held by
+    /// nothing but the list (no call is enqueueing a wait on them), every
+    /// wait tracked, and every wait's event complete.
+    fn prune_gates(&self, gates: &mut Vec<Arc<GpuEvent<R>>>) {
+        gates.retain(|gate| {
+            let GpuEvent::User { word, waits, .. } = &**gate else { return false };
+            if Arc::strong_count(gate) > 1 {
+                return true;
+            }
+            let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+            // SAFETY: events of this device, made by `stream_wait_event`.
+            let done = !waits.untracked
+                && waits.events.iter().all(|e| matches!(unsafe { self.runtime.event_query(*e) }, Ok(true)));
+            if !done {
+                return true;
+            }
+            for event in waits.events.drain(..) {
+                // SAFETY: a completed event of this device, destroyed once.
+                let _ = unsafe { self.runtime.event_destroy(event) };
+            }
+            // SAFETY: allocated by host_alloc; every wait on it has passed,
+            // and no new one can be enqueued (the gate left the table and
+            // nothing else holds it).
+            let _ = unsafe { self.runtime.host_free(word.0.cast()) };
+            false
+        });
+    }
+
     fn new_event(&self, timing: bool) -> Result<EventId> {
         self.enter()?;
         // SAFETY: the device is current.
@@ -276,17 +306,23 @@ impl<R: Runtime> Drop for GpuDevice<R> {
                 // Allocations the typed layer retired while still in use.
                 let _ = mem.free(&self.runtime, pool);
             }
-            let gates = self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner);
-            for event in events {
+            let mut gates = std::mem::take(self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner));
+            gates.extend(events);
+            for event in gates {
                 match &*event {
                     // SAFETY: a live event of this device; its streams are done.
                     GpuEvent::Timed { event, .. } => drop(unsafe { self.runtime.event_destroy(*event) }),
-                    GpuEvent::User { word, .. } => gates.push(word.0),
+                    GpuEvent::User { word, waits, .. } => {
+                        let waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+                        for event in &waits.events {
+                            // SAFETY: an event of this device; its stream is done.
+                            let _ = unsafe { self.runtime.event_destroy(*event) };
+                        }
+                        // SAFETY: allocated by host_alloc, open, and read by
+                        // no stream any more (the device's streams are done).
+                        let _ = unsafe { self.runtime.host_free(word.0.cast()) };
+                    }
                 }
-            }
-            for gate in gates.drain(..) {
-                // SAFETY: allocated by host_alloc, open, and read by no stream any more.
-                let _ = unsafe { self.runtime.host_free(gate.cast()) };
             }
         }
         // Streams (and the runtime, with CUDA's context) go after this.
@@ -353,7 +389,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
                 return Err(e);
             }
         };
-        Ok(EventId(self.events.insert(GpuEvent::User { word, device })))
+        Ok(EventId(self.events.insert(GpuEvent::User { word, device, waits: Mutex::new(Waits::default()) })))
     }
 
     unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
@@ -373,10 +409,12 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
         match &*slot {
-            GpuEvent::User { word, .. } => {
+            GpuEvent::User { .. } => {
                 // A stream may still be about to read the word: it is freed
-                // once the device's streams are done (at its drop).
-                self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).push(word.0);
+                // once the waits on it are done.
+                let mut gates = self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner);
+                gates.push(slot);
+                self.prune_gates(&mut gates);
                 Ok(())
             }
             GpuEvent::Timed { event, .. } => {
@@ -455,9 +493,39 @@ impl<R: Runtime> Device for GpuDevice<R> {
         match &*self.events.get("stream_wait_event", event.0)? {
             // SAFETY: both handles are live objects of this device, which is current.
             GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
-            // SAFETY: the gate word is mapped page-locked memory that lives
-            // until the device is dropped (destroyed gates are retired, not freed).
-            GpuEvent::User { device, .. } => self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) }),
+            GpuEvent::User { device, waits, .. } => {
+                // SAFETY: the gate word is mapped page-locked memory that
+                // lives while a wait may read it: this call holds the gate,
+                // and a destroyed one is freed only once the events recorded
+                // after its waits complete.
+                self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) })?;
+                let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
+                // Waits that have passed need no tracking: a gate waited on
+                // again and again keeps only its pending ones.
+                waits.events.retain(|e| {
+                    // SAFETY: events of this device, made here.
+                    let done = matches!(unsafe { self.runtime.event_query(*e) }, Ok(true));
+                    if done {
+                        // SAFETY: complete, and leaving the list: destroyed once.
+                        let _ = unsafe { self.runtime.event_destroy(*e) };
+                    }
+                    !done
+                });
+                // SAFETY: the device is current; the stream is live.
+                match unsafe { self.runtime.event_create(false) } {
+                    // SAFETY: an event just made on this device; the stream is live.
+                    Ok(after) => match unsafe { self.runtime.event_record(after, held.raw) } {
+                        Ok(()) => waits.events.push(after),
+                        Err(_) => {
+                            // SAFETY: made above, recorded nowhere.
+                            let _ = unsafe { self.runtime.event_destroy(after) };
+                            waits.untracked = true;
+                        }
+                    },
+                    Err(_) => waits.untracked = true,
+                }
+                Ok(())
+            }
         }
     }
 
@@ -638,6 +706,18 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // SAFETY: the caller's contract, passed on; the kernel stays live
         // for the call (the contract of `launch`), and so does its function.
         unsafe { self.launch_function(function, config, args, stream) }
+    }
+
+    fn live_handles(&self) -> Option<LiveHandles> {
+        let retired_gates = self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).len();
+        Some(LiveHandles {
+            streams: self.streams.live(),
+            events: self.events.live() + retired_gates,
+            allocations: self.allocs.live(),
+            modules: self.modules.live(),
+            kernels: self.kernels.live(),
+            graphs: self.graphs.live(),
+        })
     }
 
     fn native_graphs(&self) -> bool {

@@ -21,7 +21,7 @@ use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
-use crate::device::{PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
 
@@ -189,6 +189,17 @@ impl Default for HostDevice {
 impl Device for HostDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    fn live_handles(&self) -> Option<LiveHandles> {
+        Some(LiveHandles {
+            streams: self.streams.live(),
+            events: self.events.live(),
+            allocations: self.allocs.live(),
+            modules: self.modules.live(),
+            kernels: self.kernels.live(),
+            graphs: 0,
+        })
     }
 
     fn create_stream(&self, _flags: StreamFlags) -> Result<StreamId> {

@@ -31,7 +31,7 @@ use crate::device::{
     KernelId, LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId,
     check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
-use crate::device::{PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
@@ -923,6 +923,17 @@ impl Device for OpenClDevice {
         })??;
         // SAFETY: the caller's contract, passed on.
         unsafe { self.launch_instance(&instance, dynamic_local, config, args, stream) }
+    }
+
+    fn live_handles(&self) -> Option<LiveHandles> {
+        Some(LiveHandles {
+            streams: self.streams.live(),
+            events: self.events.live(),
+            allocations: self.allocs.live(),
+            modules: self.modules.live(),
+            kernels: self.kernels.live(),
+            graphs: self.graphs.live(),
+        })
     }
 
     fn native_graphs(&self) -> bool {
