@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use smallvec::SmallVec;
 
-use super::event::{GateWord, GpuEvent, Waits};
+use super::event::{GateWord, GpuEvent};
 use super::graph::GpuGraph;
 use super::memory::{GpuMemory, Place};
 use super::module::{self, GpuKernel, GpuModule};
@@ -36,10 +36,8 @@ pub struct GpuDevice<R: Runtime> {
     /// The stream of the stream-ordered allocator, where the device has memory pools.
     pool_stream: Option<GpuStream<R>>,
     poisoned: OnceLock<Error>,
-    /// Destroyed user events whose words streams may still read: each is
-    /// freed once the waits enqueued on it have completed
-    /// ([`GpuDevice::prune_gates`]), the rest when the device is dropped.
-    retired_gates: Mutex<Vec<Arc<GpuEvent<R>>>>,
+    /// Gate words of destroyed user events, freed when the device is dropped.
+    retired_gates: Mutex<Vec<NonNull<u32>>>,
     streams: Handles<GpuStream<R>>,
     events: Handles<GpuEvent<R>>,
     allocs: Allocations<GpuMemory<R>>,
@@ -185,34 +183,6 @@ impl<R: Runtime> GpuDevice<R> {
         Ok(route)
     }
 
-    /// Frees the retired gates that no stream can read any more: held by
-    /// nothing but the list (no call is enqueueing a wait on them), every
-    /// wait tracked, and every wait's event complete.
-    fn prune_gates(&self, gates: &mut Vec<Arc<GpuEvent<R>>>) {
-        gates.retain(|gate| {
-            let GpuEvent::User { word, waits, .. } = &**gate else { return false };
-            if Arc::strong_count(gate) > 1 {
-                return true;
-            }
-            let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
-            // SAFETY: events of this device, made by `stream_wait_event`.
-            let done = !waits.untracked
-                && waits.events.iter().all(|e| matches!(unsafe { self.runtime.event_query(*e) }, Ok(true)));
-            if !done {
-                return true;
-            }
-            for event in waits.events.drain(..) {
-                // SAFETY: a completed event of this device, destroyed once.
-                let _ = unsafe { self.runtime.event_destroy(event) };
-            }
-            // SAFETY: allocated by host_alloc; every wait on it has passed,
-            // and no new one can be enqueued (the gate left the table and
-            // nothing else holds it).
-            let _ = unsafe { self.runtime.host_free(word.0.cast()) };
-            false
-        });
-    }
-
     fn new_event(&self, timing: bool) -> Result<EventId> {
         self.enter()?;
         // SAFETY: the device is current.
@@ -306,23 +276,17 @@ impl<R: Runtime> Drop for GpuDevice<R> {
                 // Allocations the typed layer retired while still in use.
                 let _ = mem.free(&self.runtime, pool);
             }
-            let mut gates = std::mem::take(self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner));
-            gates.extend(events);
-            for event in gates {
+            let gates = self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for event in events {
                 match &*event {
                     // SAFETY: a live event of this device; its streams are done.
                     GpuEvent::Timed { event, .. } => drop(unsafe { self.runtime.event_destroy(*event) }),
-                    GpuEvent::User { word, waits, .. } => {
-                        let waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
-                        for event in &waits.events {
-                            // SAFETY: an event of this device; its stream is done.
-                            let _ = unsafe { self.runtime.event_destroy(*event) };
-                        }
-                        // SAFETY: allocated by host_alloc, open, and read by
-                        // no stream any more (the device's streams are done).
-                        let _ = unsafe { self.runtime.host_free(word.0.cast()) };
-                    }
+                    GpuEvent::User { word, .. } => gates.push(word.0),
                 }
+            }
+            for gate in gates.drain(..) {
+                // SAFETY: allocated by host_alloc, open, and read by no stream any more.
+                let _ = unsafe { self.runtime.host_free(gate.cast()) };
             }
         }
         // Streams (and the runtime, with CUDA's context) go after this.
@@ -389,7 +353,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
                 return Err(e);
             }
         };
-        Ok(EventId(self.events.insert(GpuEvent::User { word, device, waits: Mutex::new(Waits::default()) })))
+        Ok(EventId(self.events.insert(GpuEvent::User { word, device })))
     }
 
     unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
@@ -409,12 +373,10 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
         match &*slot {
-            GpuEvent::User { .. } => {
+            GpuEvent::User { word, .. } => {
                 // A stream may still be about to read the word: it is freed
-                // once the waits on it are done.
-                let mut gates = self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner);
-                gates.push(slot);
-                self.prune_gates(&mut gates);
+                // once the device's streams are done (at its drop).
+                self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).push(word.0);
                 Ok(())
             }
             GpuEvent::Timed { event, .. } => {
@@ -493,39 +455,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         match &*self.events.get("stream_wait_event", event.0)? {
             // SAFETY: both handles are live objects of this device, which is current.
             GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
-            GpuEvent::User { device, waits, .. } => {
-                // SAFETY: the gate word is mapped page-locked memory that
-                // lives while a wait may read it: this call holds the gate,
-                // and a destroyed one is freed only once the events recorded
-                // after its waits complete.
-                self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) })?;
-                let mut waits = waits.lock().unwrap_or_else(PoisonError::into_inner);
-                // Waits that have passed need no tracking: a gate waited on
-                // again and again keeps only its pending ones.
-                waits.events.retain(|e| {
-                    // SAFETY: events of this device, made here.
-                    let done = matches!(unsafe { self.runtime.event_query(*e) }, Ok(true));
-                    if done {
-                        // SAFETY: complete, and leaving the list: destroyed once.
-                        let _ = unsafe { self.runtime.event_destroy(*e) };
-                    }
-                    !done
-                });
-                // SAFETY: the device is current; the stream is live.
-                match unsafe { self.runtime.event_create(false) } {
-                    // SAFETY: an event just made on this device; the stream is live.
-                    Ok(after) => match unsafe { self.runtime.event_record(after, held.raw) } {
-                        Ok(()) => waits.events.push(after),
-                        Err(_) => {
-                            // SAFETY: made above, recorded nowhere.
-                            let _ = unsafe { self.runtime.event_destroy(after) };
-                            waits.untracked = true;
-                        }
-                    },
-                    Err(_) => waits.untracked = true,
-                }
-                Ok(())
-            }
+            // SAFETY: the gate word is mapped page-locked memory that lives
+            // until the device is dropped (destroyed gates are retired, not freed).
+            GpuEvent::User { device, .. } => self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) }),
         }
     }
 
@@ -709,6 +641,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {
+        // Destroyed gates count until their words are freed.
         let retired_gates = self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).len();
         Some(LiveHandles {
             streams: self.streams.live(),

@@ -4,7 +4,6 @@
 //! host-completed events of their own.
 
 use std::ptr::NonNull;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use super::runtime::Runtime;
@@ -13,25 +12,8 @@ use super::runtime::Runtime;
 pub(super) enum GpuEvent<R: Runtime> {
     /// A runtime event, whether it keeps time, and whether it was ever recorded.
     Timed { event: R::Event, timing: bool, recorded: AtomicBool },
-    /// A host-released gate: the mapped word, its device address, and the
-    /// waits streams were given on it.
-    User { word: GateWord, device: R::Ptr, waits: Mutex<Waits<R>> },
-}
-
-/// The waits enqueued on a gate: an event recorded after each on its
-/// stream. Once all have completed (and nothing can enqueue another) no
-/// stream will read the word again, and it may be freed.
-pub(super) struct Waits<R: Runtime> {
-    pub(super) events: Vec<R::Event>,
-    /// A wait whose event could not be made: the word is kept until the
-    /// device's streams are done.
-    pub(super) untracked: bool,
-}
-
-impl<R: Runtime> Default for Waits<R> {
-    fn default() -> Self {
-        Self { events: Vec::new(), untracked: false }
-    }
+    /// A host-released gate: the mapped word and its device address.
+    User { word: GateWord, device: R::Ptr },
 }
 
 // SAFETY: runtime events may be used from any thread; the gate word is
@@ -60,9 +42,8 @@ impl<R: Runtime> GpuEvent<R> {
 /// A 4-byte word of mapped page-locked memory.
 ///
 /// Invariant: `0` is 4-byte aligned and valid while the gate lives (words
-/// of destroyed gates are freed only once every wait enqueued on them has
-/// completed, or after the device's streams are done); the host only
-/// touches it atomically, devices only read it.
+/// of destroyed gates are freed only after the device's streams are done);
+/// the host only touches it atomically, devices only read it.
 #[derive(Clone, Copy)]
 pub(super) struct GateWord(pub(super) NonNull<u32>);
 
