@@ -26,8 +26,8 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 }
 
 #[rstest]
-#[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256"])]
-#[case::scan(Workload::Scan, &["block-256", "block-192"])]
+#[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256", "library"])]
+#[case::scan(Workload::Scan, &["block-256", "block-192", "single-pass"])]
 #[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4", "graph-1", "graph-4", "framework-4"])]
 #[case::wave(
     Workload::Wave,
