@@ -85,19 +85,26 @@ fn sweep<T: Element>(
     let mut output = stream.alloc_zeros::<T>(n)?;
     let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
     let ms = time(ctx, stream, rounds, || algorithms.scan(stream, &input, &mut output, ScanKind::Exclusive))?;
-    let gbps = (2 * n * size) as f64 / (ms * 1e6);
     let copy_gbps = (2 * n * size) as f64 / (copy_ms * 1e6);
-    out.push(AlgorithmCost {
-        element: T::NAME,
-        algorithm: "scan-exclusive",
-        elements: n,
-        device_ms: ms,
-        gbps,
-        of_copy: gbps / copy_gbps,
-        scan_items: Some(items),
-    });
+    out.push(AlgorithmCost::new::<T>("scan-exclusive", n, 2 * n * size, ms, copy_gbps, Some(items)));
     stream.synchronize()?;
     Ok(())
+}
+
+impl AlgorithmCost {
+    /// `algorithm` on `n` elements of `T`, which must move `bytes`, in `ms`,
+    /// against a copy at `copy_gbps`.
+    fn new<T: Element>(
+        algorithm: &'static str,
+        n: usize,
+        bytes: usize,
+        ms: f64,
+        copy_gbps: f64,
+        scan_items: Option<u32>,
+    ) -> Self {
+        let gbps = bytes as f64 / (ms * 1e6);
+        Self { element: T::NAME, algorithm, elements: n, device_ms: ms, gbps, of_copy: gbps / copy_gbps, scan_items }
+    }
 }
 
 fn measure<T: Element>(
@@ -119,16 +126,7 @@ fn measure<T: Element>(
     let device_offsets = stream.upload(&offsets)?;
     let mut sums = stream.alloc::<T>(segments)?;
     let mut push = |algorithm, bytes: usize, ms: f64| {
-        let gbps = bytes as f64 / (ms * 1e6);
-        out.push(AlgorithmCost {
-            element: T::NAME,
-            algorithm,
-            elements: n,
-            device_ms: ms,
-            gbps,
-            of_copy: gbps / copy_gbps,
-            scan_items: None,
-        });
+        out.push(AlgorithmCost::new::<T>(algorithm, n, bytes, ms, copy_gbps, None));
     };
     let ms = time(ctx, stream, rounds, || algorithms.reduce(stream, &input, ReduceOp::Sum, &mut total))?;
     push("reduce-sum", n * size, ms);

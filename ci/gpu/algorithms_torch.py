@@ -14,26 +14,12 @@ bytes.
 
 import argparse
 import json
-import statistics
 
 import torch
 
-WARMUP, REPEATS = 3, 11
+from baseline import timed  # ci/gpu/baseline.py: median CUDA-event ms after warm-up
+
 SEGMENT = 64
-
-
-def timed(fn):
-    for _ in range(WARMUP):
-        fn()
-    times = []
-    for _ in range(REPEATS):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
 
 
 def main():
