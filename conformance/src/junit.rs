@@ -38,8 +38,10 @@ pub fn render(report: &Report) -> Result<String, String> {
             };
             let mut case = TestCase::new(name, status);
             case.set_classname(format!("{}.{}", run.backend, r.workload.name()));
-            if let Some(ms) = r.device_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
-                case.set_time(Duration::from_secs_f64(ms / 1e3));
+            // A time a Duration cannot hold (a report edited by hand, or
+            // corrupted) is left out rather than ending the program.
+            if let Some(time) = r.device_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1e3).ok()) {
+                case.set_time(time);
             }
             match r.slower_than_peers {
                 Some(ratio) => case.set_system_out(format!("{numbers}; slow: {ratio:.2}x its peers' median time")),
@@ -50,4 +52,25 @@ pub fn render(report: &Report) -> Result<String, String> {
         junit.add_test_suite(suite);
     }
     junit.to_string().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect found by the `report` fuzz target: a device time too large
+    /// for a `Duration` (here 4.4e76 ms) panicked in `Duration::from_secs_f64`.
+    #[test]
+    fn a_time_no_duration_holds_is_left_out() {
+        let text = include_str!("../../fuzz/corpus/report/host-medium.json");
+        let mut report: Report = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let times = [Some(4.4e76), Some(f64::NAN), Some(-1.0), Some(f64::INFINITY), Some(2.5)];
+        for (i, r) in report.runs[0].results.iter_mut().enumerate() {
+            r.device_ms = times.get(i).copied().flatten();
+        }
+        let xml = render(&report).unwrap_or_else(|e| panic!("{e}"));
+        let timed: Vec<&str> = xml.lines().filter(|l| l.contains("<testcase") && l.contains("time=")).collect();
+        assert_eq!(timed.len(), 1, "only the time a Duration holds:\n{xml}");
+        assert!(timed[0].contains("time=\"0.003\""), "{xml}");
+    }
 }
