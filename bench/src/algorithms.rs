@@ -6,7 +6,7 @@
 //! its reads and writes.
 
 use hetero::algorithms::{Algorithms, Element, ReduceOp, ScanKind};
-use hetero::{Context, Stream};
+use hetero::{Context, DeviceBuffer, Stream};
 
 use crate::measure::{Fail, median};
 
@@ -70,6 +70,20 @@ fn time(ctx: &Context, stream: &Stream, rounds: usize, mut f: impl FnMut() -> he
     Ok(median(&ms))
 }
 
+/// Zeroed input and output of `n` elements, and the device's copy of the
+/// one into the other (reads plus writes, GB/s), timed as the rows are.
+fn operands<T: Element>(
+    ctx: &Context,
+    stream: &Stream,
+    n: usize,
+    rounds: usize,
+) -> Result<(DeviceBuffer<T>, DeviceBuffer<T>, f64), Fail> {
+    let input = stream.alloc_zeros::<T>(n)?;
+    let mut output = stream.alloc_zeros::<T>(n)?;
+    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
+    Ok((input, output, (2 * n * std::mem::size_of::<T>()) as f64 / (copy_ms * 1e6)))
+}
+
 /// The scan alone with `algorithms`' tuning, against the copy.
 fn sweep<T: Element>(
     ctx: &Context,
@@ -80,12 +94,9 @@ fn sweep<T: Element>(
     items: u32,
     out: &mut Vec<AlgorithmCost>,
 ) -> Result<(), Fail> {
-    let size = std::mem::size_of::<T>();
-    let input = stream.alloc_zeros::<T>(n)?;
-    let mut output = stream.alloc_zeros::<T>(n)?;
-    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
+    let (input, mut output, copy_gbps) = operands::<T>(ctx, stream, n, rounds)?;
     let ms = time(ctx, stream, rounds, || algorithms.scan(stream, &input, &mut output, ScanKind::Exclusive))?;
-    let copy_gbps = (2 * n * size) as f64 / (copy_ms * 1e6);
+    let size = std::mem::size_of::<T>();
     out.push(AlgorithmCost::new::<T>("scan-exclusive", n, 2 * n * size, ms, copy_gbps, Some(items)));
     stream.synchronize()?;
     Ok(())
@@ -116,10 +127,7 @@ fn measure<T: Element>(
     out: &mut Vec<AlgorithmCost>,
 ) -> Result<(), Fail> {
     let size = std::mem::size_of::<T>();
-    let input = stream.alloc_zeros::<T>(n)?;
-    let mut output = stream.alloc_zeros::<T>(n)?;
-    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut output))?;
-    let copy_gbps = (2 * n * size) as f64 / (copy_ms * 1e6);
+    let (input, mut output, copy_gbps) = operands::<T>(ctx, stream, n, rounds)?;
     let mut total = stream.alloc::<T>(1)?;
     let segments = n / SEGMENT;
     let offsets: Vec<u32> = (0..=segments).map(|s| (s * SEGMENT) as u32).collect();

@@ -15,7 +15,7 @@
 //! | `BARRIER` | block-wide barrier with shared-memory fence |
 //! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition (a compare-and-swap loop on OpenCL 1.2) |
 //! | `atomic_add_u32`, `atomic_add_i32`, `atomic_max_u32`, `atomic_min_u32` | 32-bit integer atomics on `GLOBAL` memory, returning the old value |
-//! | `atomic_store_u32`, `atomic_load_u32`, `FENCE_GLOBAL` | words between blocks: a store every block sees whole, a load from memory (volatile: never a value the thread cached), and a fence ordering a thread's global accesses for every block |
+//! | `atomic_store_u32`, `atomic_load_u32` | words between blocks: a store every block sees whole, and a load from memory (volatile: never a value the thread cached) |
 //! | `SHARED_ARRAY(T, name, count)` | a block-shared array declared inside a kernel |
 //! | `HETERO_PI` | pi as a float literal |
 //! | `uint`, `int`, `float`, `ulong`, `long`, `ushort`, `uchar` | scalar types, the same width on every backend (`long` is 64-bit) |

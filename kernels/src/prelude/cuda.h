@@ -31,11 +31,9 @@ static __device__ __forceinline__ uint atomic_add_u32(uint* p, uint v) { return 
 static __device__ __forceinline__ int atomic_add_i32(int* p, int v) { return atomicAdd(p, v); }
 static __device__ __forceinline__ uint atomic_max_u32(uint* p, uint v) { return atomicMax(p, v); }
 static __device__ __forceinline__ uint atomic_min_u32(uint* p, uint v) { return atomicMin(p, v); }
-/* Flags between blocks: a store that other blocks see whole, and a load
- * that reads memory, not a cached copy; FENCE_GLOBAL orders a block's
- * global accesses before it against those after it, for every block. */
+/* Words between blocks: a store that other blocks see whole, and a load
+ * that reads memory, not a cached copy. */
 static __device__ __forceinline__ void atomic_store_u32(uint* p, uint v) { atomicExch(p, v); }
 static __device__ __forceinline__ uint atomic_load_u32(uint* p) { return *(volatile uint*)p; }
-#define FENCE_GLOBAL __threadfence()
 /* A block-shared array declared inside a kernel. */
 #define SHARED_ARRAY(T, name, count) __shared__ T name[count]

@@ -32,7 +32,6 @@ static inline uint atomic_min_u32(__global uint* p, uint v) { return atomic_min(
 /* Words between work-groups (see the CUDA prelude). */
 static inline void atomic_store_u32(__global uint* p, uint v) { atomic_xchg(p, v); }
 static inline uint atomic_load_u32(__global uint* p) { return *(volatile __global uint*)p; }
-#define FENCE_GLOBAL mem_fence(CLK_GLOBAL_MEM_FENCE)
 #define SHARED_ARRAY(T, name, count) __local T name[count]
 
 /* OpenCL 1.2 has no float atomics: compare-and-swap on the bit pattern. */

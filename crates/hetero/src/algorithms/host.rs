@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use super::{Element, ReduceOp};
-use crate::host_kernel::{Args, Block, Fault, HostKernel};
+use crate::host_kernel::{Args, Block, Fault, HostKernel, KernelFn};
 
 /// Elements read into a local buffer at a time.
 const PIECE: usize = 4096;
@@ -26,15 +26,10 @@ const LANES: usize = 8;
 /// touches, and the typed layer never lets an input and an output of one
 /// launch overlap.
 pub(super) fn kernels<T: Element>(op: ReduceOp) -> Vec<HostKernel> {
-    let reduce = match op {
-        ReduceOp::Sum => reduce::<T, 0> as crate::host_kernel::KernelFn,
-        ReduceOp::Min => reduce::<T, 1>,
-        ReduceOp::Max => reduce::<T, 2>,
-    };
-    let segmented = match op {
-        ReduceOp::Sum => segmented::<T, 0> as crate::host_kernel::KernelFn,
-        ReduceOp::Min => segmented::<T, 1>,
-        ReduceOp::Max => segmented::<T, 2>,
+    let (reduce, segmented): (KernelFn, KernelFn) = match op {
+        ReduceOp::Sum => (reduce::<T, 0>, segmented::<T, 0>),
+        ReduceOp::Min => (reduce::<T, 1>, segmented::<T, 1>),
+        ReduceOp::Max => (reduce::<T, 2>, segmented::<T, 2>),
     };
     vec![
         HostKernel::new("alg_reduce", reduce).trusted().slice::<T>().slice_mut::<T>().scalar::<u32>().scalar::<T>(),

@@ -355,7 +355,7 @@ impl<D: Device> Algorithms<D> {
         // Threads per segment: a power of two near a quarter of the mean
         // segment, so that each thread adds about four elements.
         let mean = input.len() / out.len();
-        let group = (mean / 4).max(1).next_power_of_two().min(prev_power_of_two(threads)) as u32;
+        let group = (mean / 4).max(1).next_power_of_two().min(1 << threads.max(1).ilog2()) as u32;
         let per_block = threads / group;
         let units = self.ctx.info().compute_units.max(1);
         let blocks = segments.div_ceil(per_block).min(units.saturating_mul(BLOCKS_PER_UNIT).min(MAX_BLOCKS));
@@ -443,11 +443,6 @@ pub fn kernel_sources() -> Vec<(String, String)> {
     of::<f32>(&mut out);
     of::<f64>(&mut out);
     out
-}
-
-/// The largest power of two at most `x` (1 for 0).
-fn prev_power_of_two(x: u32) -> usize {
-    1usize << (31 - x.max(1).leading_zeros())
 }
 
 /// The generic source instantiated for `T` and `op`.
