@@ -11,12 +11,21 @@
 //! the buffer enqueues on *its* streams, so only the typed layer's
 //! cross-stream tracking keeps the order. Readbacks compare with the model;
 //! buffers are replaced while their work is queued (deferred frees).
+//!
+//! Over a [`hetero::faults::Faulty`] device (`--inject-faults`), an
+//! operation may fail with an injected fault. A failed write leaves its
+//! buffer either as it was or fully written (the typed layer's enqueue is
+//! failure-atomic, or synchronises when only its tracking failed), so the
+//! model keeps every state the buffer may be in, and a readback must match
+//! one of them, which it then settles on. Every other error ends the run.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use hetero::{Context, DeviceBuffer, Kernel, LaunchConfig, Stream, UserEvent};
+use hetero::faults::{FaultLog, injected_id};
+use hetero::{Context, Device, DeviceBuffer, Kernel, LaunchConfig, Stream, UserEvent};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -46,14 +55,59 @@ pub struct Stats {
     pub checks: u64,
     /// Readbacks that differed from the model.
     pub mismatches: u64,
-    /// Errors returned by the library (none are expected).
+    /// Readbacks of a buffer whose contents an injected fault had left
+    /// unknown (more states than the model keeps): they set the model.
+    pub resyncs: u64,
+    /// Errors returned by the library that no fault injection explains
+    /// (none are expected).
     pub errors: Vec<String>,
+    /// The numbers of the injected faults that operations returned.
+    pub surfaced: BTreeSet<u64>,
 }
 
-/// One shared buffer and its model.
-struct Slot {
-    buffer: DeviceBuffer<u32>,
-    model: Vec<u32>,
+/// The most states a buffer's model keeps after injected faults; beyond
+/// that its contents are unknown until a readback.
+const MAX_STATES: usize = 4;
+
+/// One shared buffer and its model: every state the buffer may be in
+/// (one, unless an injected fault left it open; none when unknown).
+struct Slot<D: Device> {
+    buffer: DeviceBuffer<u32, D>,
+    states: Vec<Vec<u32>>,
+}
+
+impl<D: Device> Slot<D> {
+    /// After a write that returned `result`: `next` of each state, and on an
+    /// injected fault also each state as it was.
+    fn write(&mut self, result: &Step, next: impl Fn(&[u32]) -> Vec<u32>) {
+        let written: Vec<Vec<u32>> = self.states.iter().map(|s| next(s)).collect();
+        match result {
+            Ok(()) => self.states = written,
+            Err(_) => {
+                for state in written {
+                    if !self.states.contains(&state) {
+                        self.states.push(state);
+                    }
+                }
+                if self.states.len() > MAX_STATES {
+                    self.states.clear();
+                }
+            }
+        }
+    }
+
+    /// After a write of the whole buffer with `data`.
+    fn overwrite(&mut self, result: &Step, data: Vec<u32>) {
+        match result {
+            Ok(()) => self.states = vec![data],
+            Err(_) if self.states.is_empty() => {}
+            Err(_) => {
+                if !self.states.contains(&data) {
+                    self.states.push(data);
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -61,7 +115,64 @@ struct Counters {
     operations: AtomicU64,
     checks: AtomicU64,
     mismatches: AtomicU64,
+    resyncs: AtomicU64,
     errors: Mutex<Vec<String>>,
+    surfaced: Mutex<BTreeSet<u64>>,
+}
+
+impl Counters {
+    /// A readback `got` of `slot`: compared with its states, and the
+    /// matching one kept; sets the model when it was unknown.
+    fn check<D: Device>(&self, slot: &mut Slot<D>, got: &[u32]) {
+        if slot.states.is_empty() {
+            self.resyncs.fetch_add(1, Ordering::Relaxed);
+            slot.states = vec![got.to_vec()];
+            return;
+        }
+        self.checks.fetch_add(1, Ordering::Relaxed);
+        match slot.states.iter().position(|s| s == got) {
+            Some(at) => {
+                let state = slot.states.swap_remove(at);
+                slot.states = vec![state];
+            }
+            None => {
+                self.mismatches.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// An operation's result: an injected fault is noted and the run goes
+    /// on; any other error ends the thread.
+    fn settle(&self, result: Step) -> Step {
+        match result {
+            Err(e) => match injected_id(&e) {
+                Some(id) => {
+                    self.surfaced.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
+                    Ok(())
+                }
+                None => Err(e),
+            },
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// Runs `make` until it gives no injected fault (at most 1000 times).
+    fn retry<T>(&self, mut make: impl FnMut() -> hetero::Result<T>) -> hetero::Result<T> {
+        let mut tries = 0;
+        loop {
+            match make() {
+                Err(e) if injected_id(&e).is_some() && tries < 1000 => {
+                    tries += 1;
+                    self.settle(Err(e))?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn error(&self, message: String) {
+        self.errors.lock().unwrap_or_else(PoisonError::into_inner).push(message);
+    }
 }
 
 type Step = hetero::Result<()>;
@@ -69,23 +180,37 @@ type Step = hetero::Result<()>;
 /// The kernel the stress test launches (`affine_u32` of the UTIL source).
 /// A module stays loaded until its device goes: runs that build it once
 /// and share it leave the device's module count as it was.
-pub fn kernel(ctx: &Context) -> hetero::Result<Kernel> {
+pub fn kernel<D: Device>(ctx: &Context<D>) -> hetero::Result<Kernel<D>> {
     ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")
 }
 
 /// Stresses `ctx` for `config.duration`, launching `kernel` (see
 /// [`kernel`]); returns `None` when the threads do not finish within
-/// `watchdog` after the deadline (a hang).
-pub fn run(ctx: &Context, kernel: &Arc<Kernel>, config: Config, watchdog: Duration) -> Option<Stats> {
+/// `watchdog` after the deadline (a hang). With `faults`, the log of a
+/// [`hetero::faults::Faulty`] device under `ctx`, faults are injected only
+/// while the threads run: not into the setup or the final check.
+pub fn run<D: Device>(
+    ctx: &Context<D>,
+    kernel: &Arc<Kernel<D>>,
+    config: Config,
+    watchdog: Duration,
+    faults: Option<&FaultLog>,
+) -> Option<Stats> {
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
-    let setup = || -> hetero::Result<Vec<Arc<Mutex<Slot>>>> {
+    let injecting = |on: bool| {
+        if let Some(log) = faults {
+            log.set_enabled(on);
+        }
+    };
+    injecting(false);
+    let setup = || -> hetero::Result<Vec<Arc<Mutex<Slot<D>>>>> {
         let stream = ctx.stream()?;
         let mut slots = Vec::new();
         for i in 0..config.buffers {
             let mut buffer = ctx.alloc::<u32>(config.len)?;
             stream.fill(&mut buffer, i as u32)?;
-            slots.push(Arc::new(Mutex::new(Slot { buffer, model: vec![i as u32; config.len] })));
+            slots.push(Arc::new(Mutex::new(Slot { buffer, states: vec![vec![i as u32; config.len]] })));
         }
         stream.synchronize()?;
         Ok(slots)
@@ -94,6 +219,7 @@ pub fn run(ctx: &Context, kernel: &Arc<Kernel>, config: Config, watchdog: Durati
         Ok(s) => s,
         Err(e) => return Some(Stats { errors: vec![format!("setup: {e}")], ..Stats::default() }),
     };
+    injecting(true);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for t in 0..config.threads {
         let (ctx, kernel, slots) = (ctx.clone(), Arc::clone(kernel), slots.clone());
@@ -108,7 +234,7 @@ pub fn run(ctx: &Context, kernel: &Arc<Kernel>, config: Config, watchdog: Durati
                 len: config.len,
             };
             if let Err(e) = worker.serve(config.streams, &stop) {
-                counters.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("thread {t}: {e}"));
+                counters.error(format!("thread {t}: {e}"));
             }
             // Everything the thread holds of the device goes before it says
             // it is done: a caller counting the device's handles then sees
@@ -125,120 +251,136 @@ pub fn run(ctx: &Context, kernel: &Arc<Kernel>, config: Config, watchdog: Durati
         let left = deadline.saturating_duration_since(Instant::now());
         done_rx.recv_timeout(left).ok()?;
     }
+    injecting(false);
     // Final check of every buffer, through one fresh stream.
     let final_check = || -> Step {
         let stream = ctx.stream()?;
         for slot in &slots {
-            let slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
             let mut out = vec![0u32; config.len];
             stream.copy_to_host(&slot.buffer, &mut out)?;
-            counters.checks.fetch_add(1, Ordering::Relaxed);
-            if out != slot.model {
-                counters.mismatches.fetch_add(1, Ordering::Relaxed);
-            }
+            counters.check(&mut slot, &out);
         }
         Ok(())
     };
     if let Err(e) = final_check() {
-        counters.errors.lock().unwrap_or_else(PoisonError::into_inner).push(format!("final check: {e}"));
+        counters.error(format!("final check: {e}"));
     }
     let errors = std::mem::take(&mut *counters.errors.lock().unwrap_or_else(PoisonError::into_inner));
+    let surfaced = std::mem::take(&mut *counters.surfaced.lock().unwrap_or_else(PoisonError::into_inner));
     Some(Stats {
         operations: counters.operations.load(Ordering::Relaxed),
         checks: counters.checks.load(Ordering::Relaxed),
         mismatches: counters.mismatches.load(Ordering::Relaxed),
+        resyncs: counters.resyncs.load(Ordering::Relaxed),
         errors,
+        surfaced,
     })
 }
 
-struct Worker<'a> {
-    ctx: &'a Context,
-    kernel: &'a Kernel,
-    slots: &'a [Arc<Mutex<Slot>>],
+struct Worker<'a, D: Device> {
+    ctx: &'a Context<D>,
+    kernel: &'a Kernel<D>,
+    slots: &'a [Arc<Mutex<Slot<D>>>],
     counters: &'a Counters,
     rng: ChaCha8Rng,
     len: usize,
 }
 
-impl Worker<'_> {
+impl<D: Device> Worker<'_, D> {
     fn serve(&mut self, streams: usize, stop: &AtomicBool) -> Step {
-        let streams: Vec<Stream> = (0..streams.max(1)).map(|_| self.ctx.stream()).collect::<hetero::Result<_>>()?;
-        let mut staging = self.ctx.alloc_pinned::<u32>(self.len)?;
-        let mut gates: Vec<(Arc<UserEvent>, std::thread::JoinHandle<()>)> = Vec::new();
+        let counters = self.counters;
+        let streams: Vec<Stream<D>> =
+            (0..streams.max(1)).map(|_| counters.retry(|| self.ctx.stream())).collect::<hetero::Result<_>>()?;
+        let mut staging = counters.retry(|| self.ctx.alloc_pinned::<u32>(self.len))?;
+        let mut gates: Vec<(Arc<UserEvent<D>>, std::thread::JoinHandle<()>)> = Vec::new();
         while !stop.load(Ordering::SeqCst) {
             let a = self.rng.random_range(0..self.slots.len());
             let s = &streams[self.rng.random_range(0..streams.len())];
             let choice = self.rng.random_range(0..100);
             if choice < 8 && self.slots.len() > 1 {
                 let b = (a + self.rng.random_range(1..self.slots.len())) % self.slots.len();
-                self.copy_between(s, a, b)?;
+                let result = self.copy_between(s, a, b);
+                counters.settle(result)?;
                 continue;
             }
             let mut slot = self.slots[a].lock().unwrap_or_else(PoisonError::into_inner);
-            match choice {
-                8..=29 => self.affine(s, &mut slot)?,
+            let result = match choice {
+                8..=29 => self.affine(s, &mut slot),
                 30..=41 => {
                     let value = self.rng.random();
                     let n = self.rng.random_range(0..=self.len);
-                    s.fill(slot.buffer.slice_mut(..n)?, value)?;
-                    slot.model[..n].fill(value);
+                    let result = slot.buffer.slice_mut(..n).and_then(|dst| s.fill(dst, value));
+                    slot.write(&result, |m| {
+                        let mut m = m.to_vec();
+                        m[..n].fill(value);
+                        m
+                    });
+                    result
                 }
                 42..=51 => {
-                    let host = staging.host_slice_mut()?;
                     let base: u32 = self.rng.random();
-                    for (i, v) in host.iter_mut().enumerate() {
-                        *v = base.wrapping_add(i as u32);
-                    }
-                    slot.model.copy_from_slice(host);
-                    s.copy(&staging, &mut slot.buffer)?;
+                    let data: Vec<u32> = (0..self.len as u32).map(|i| base.wrapping_add(i)).collect();
+                    let result = staging
+                        .host_slice_mut()
+                        .map(|host| host.copy_from_slice(&data))
+                        .and_then(|()| s.copy(&staging, &mut slot.buffer));
+                    slot.overwrite(&result, data);
+                    result
                 }
                 52..=59 => {
                     let data: Vec<u32> = (0..self.len).map(|_| self.rng.random()).collect();
-                    s.copy_from_host(&data, &mut slot.buffer)?;
-                    slot.model = data;
+                    let result = s.copy_from_host(&data, &mut slot.buffer);
+                    slot.overwrite(&result, data);
+                    result
                 }
-                60..=69 => {
-                    s.copy(&slot.buffer, &mut staging)?;
+                60..=69 => s.copy(&slot.buffer, &mut staging).and_then(|()| {
                     let got = staging.host_slice()?;
-                    self.check(got == slot.model.as_slice());
-                }
+                    counters.check(&mut slot, got);
+                    Ok(())
+                }),
                 70..=74 => {
                     let mut out = vec![0u32; self.len];
-                    s.copy_to_host(&slot.buffer, &mut out)?;
-                    self.check(out == slot.model);
+                    s.copy_to_host(&slot.buffer, &mut out).map(|()| counters.check(&mut slot, &out))
                 }
                 75..=82 => {
                     // Order another of this thread's streams after `s`.
-                    let event = self.ctx.event()?;
-                    s.record(&event)?;
                     let other = &streams[self.rng.random_range(0..streams.len())];
-                    other.wait(&event)?;
-                    self.affine(other, &mut slot)?;
+                    let ordered = self.ctx.event().and_then(|event| {
+                        s.record(&event)?;
+                        other.wait(&event)
+                    });
+                    ordered.and_then(|()| self.affine(other, &mut slot))
                 }
                 83..=88 => {
                     // A gate opened late by a helper thread holds the stream.
-                    let gate = Arc::new(self.ctx.user_event()?);
-                    s.wait(&*gate)?;
                     let delay = Duration::from_micros(self.rng.random_range(0..3000));
-                    let opener = Arc::clone(&gate);
-                    let handle = std::thread::spawn(move || {
-                        std::thread::sleep(delay);
-                        let _ = opener.complete();
+                    let gated = self.ctx.user_event().map(Arc::new).and_then(|gate| {
+                        s.wait(&*gate)?;
+                        let opener = Arc::clone(&gate);
+                        let handle = std::thread::spawn(move || {
+                            std::thread::sleep(delay);
+                            let _ = opener.complete();
+                        });
+                        gates.push((gate, handle));
+                        Ok(())
                     });
-                    gates.push((gate, handle));
-                    self.affine(s, &mut slot)?;
+                    gated.and_then(|()| self.affine(s, &mut slot))
                 }
                 89..=94 => {
                     // Replace the buffer while its work is queued: the old one
                     // is retired, never freed under the queued work.
-                    let mut fresh = self.ctx.alloc::<u32>(self.len)?;
-                    s.copy(&slot.buffer, &mut fresh)?;
-                    slot.buffer = fresh;
+                    self.ctx.alloc::<u32>(self.len).and_then(|mut fresh| {
+                        s.copy(&slot.buffer, &mut fresh)?;
+                        slot.buffer = fresh;
+                        Ok(())
+                    })
                 }
-                _ => s.synchronize()?,
-            }
-            self.counters.operations.fetch_add(1, Ordering::Relaxed);
+                _ => s.synchronize(),
+            };
             drop(slot);
+            counters.settle(result)?;
+            self.counters.operations.fetch_add(1, Ordering::Relaxed);
             if gates.len() > 8 {
                 for (_, handle) in gates.drain(..) {
                     let _ = handle.join();
@@ -249,45 +391,72 @@ impl Worker<'_> {
             let _ = handle.join();
         }
         for s in &streams {
-            s.synchronize()?;
+            counters.settle(s.synchronize())?;
         }
         Ok(())
-    }
-
-    fn check(&self, ok: bool) {
-        self.counters.checks.fetch_add(1, Ordering::Relaxed);
-        if !ok {
-            self.counters.mismatches.fetch_add(1, Ordering::Relaxed);
-        }
     }
 
     /// x[0..n) = a * x + b (wrapping), on `stream`.
-    fn affine(&mut self, stream: &Stream, slot: &mut Slot) -> Step {
+    fn affine(&mut self, stream: &Stream<D>, slot: &mut Slot<D>) -> Step {
         let n = self.rng.random_range(1..=self.len);
         let (a, b): (u32, u32) = (self.rng.random_range(1..8), self.rng.random());
-        let xs = slot.buffer.slice_mut(..)?;
-        let config = LaunchConfig::linear((n as u32).div_ceil(64), 64, 0);
-        // SAFETY: affine_u32 touches x[0..n) and the buffer holds len >= n elements.
-        unsafe { stream.launch(self.kernel, config, &[(&xs).into(), (n as u32).into(), a.into(), b.into()])? };
-        for v in &mut slot.model[..n] {
-            *v = a.wrapping_mul(*v).wrapping_add(b);
-        }
-        Ok(())
+        let result = slot.buffer.slice_mut(..).and_then(|xs| {
+            let config = LaunchConfig::linear((n as u32).div_ceil(64), 64, 0);
+            // SAFETY: affine_u32 touches x[0..n) and the buffer holds len >= n elements.
+            unsafe { stream.launch(self.kernel, config, &[(&xs).into(), (n as u32).into(), a.into(), b.into()]) }
+        });
+        slot.write(&result, |m| {
+            let mut m = m.to_vec();
+            for v in &mut m[..n] {
+                *v = a.wrapping_mul(*v).wrapping_add(b);
+            }
+            m
+        });
+        result
     }
 
     /// Copies a random range of buffer `from` into buffer `to` (locked in
     /// index order, so two threads never wait on each other's locks).
-    fn copy_between(&mut self, stream: &Stream, from: usize, to: usize) -> Step {
+    fn copy_between(&mut self, stream: &Stream<D>, from: usize, to: usize) -> Step {
         let (first, second) = (from.min(to), from.max(to));
         let mut low = self.slots[first].lock().unwrap_or_else(PoisonError::into_inner);
         let mut high = self.slots[second].lock().unwrap_or_else(PoisonError::into_inner);
         let (src, dst) = if from < to { (&mut *low, &mut *high) } else { (&mut *high, &mut *low) };
         let start = self.rng.random_range(0..self.len);
         let n = self.rng.random_range(0..=self.len - start);
-        stream.copy(src.buffer.slice(start..start + n)?, dst.buffer.slice_mut(start..start + n)?)?;
-        let part = src.model[start..start + n].to_vec();
-        dst.model[start..start + n].copy_from_slice(&part);
+        let result = src
+            .buffer
+            .slice(start..start + n)
+            .and_then(|from| stream.copy(from, dst.buffer.slice_mut(start..start + n)?));
+        // The destination's states: each of its own with the range of each
+        // of the source's (unknown when the source is).
+        let sources: Vec<Vec<u32>> = src.states.iter().map(|s| s[start..start + n].to_vec()).collect();
+        if sources.is_empty() && n > 0 {
+            dst.states.clear();
+        } else if let [part] = sources.as_slice() {
+            dst.write(&result, |m| {
+                let mut m = m.to_vec();
+                m[start..start + n].copy_from_slice(part);
+                m
+            });
+        } else {
+            let before = dst.states.clone();
+            let mut states: Vec<Vec<u32>> = Vec::new();
+            for state in &before {
+                for part in &sources {
+                    let mut m = state.clone();
+                    m[start..start + n].copy_from_slice(part);
+                    if !states.contains(&m) {
+                        states.push(m);
+                    }
+                }
+            }
+            if result.is_err() {
+                states.extend(before.into_iter().filter(|s| !states.contains(s)).collect::<Vec<_>>());
+            }
+            dst.states = if states.len() > MAX_STATES { Vec::new() } else { states };
+        }
         self.counters.operations.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        result
     }
 }

@@ -53,6 +53,7 @@ mod any;
 pub mod backend;
 mod block;
 mod error;
+pub mod faults;
 pub mod host_kernel;
 pub mod markers;
 pub mod safe;

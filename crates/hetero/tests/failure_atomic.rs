@@ -1,6 +1,7 @@
 //! Failure-atomicity of the typed layer (U2): when tracking fails after
 //! work was enqueued, the call returns only once that work can no longer
-//! touch the memory it uses. A wrapper device fails `record_event` on demand.
+//! touch the memory it uses. `hetero::faults::Faulty` fails `record_event`
+//! on demand, and every call of each kind in turn (`every_failed_call_is_an_error_and_leaves_nothing_behind`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
@@ -10,16 +11,18 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{Wrapped, wrap};
+use common::wrap;
 use hetero::backend::host::HostDevice;
+use hetero::faults::{FaultLog, FaultPlan, FaultSite, Faulty};
 use hetero::{Context, Device, ErrorKind, LaunchConfig};
 
-fn flaky() -> (Context<Wrapped>, Arc<AtomicBool>) {
-    let fail_records = Arc::new(AtomicBool::new(false));
-    let inner = HostDevice::new();
-    let info = inner.info().clone();
-    let device = wrap(inner, info, Arc::clone(&fail_records), usize::MAX);
-    (Context::new(device), fail_records)
+/// The host device, whose every `record_event` fails while the log is enabled.
+fn flaky() -> (Context<Faulty<HostDevice>>, Arc<FaultLog>) {
+    let plan = FaultPlan::random(1.0, 0).unwrap().only(&[FaultSite::Record]);
+    let device = Faulty::new(HostDevice::new(), plan);
+    let log = device.log();
+    log.set_enabled(false);
+    (Context::new(device), log)
 }
 
 /// Out of memory with a full cache frees the cache and retries once: a
@@ -29,10 +32,7 @@ fn flaky() -> (Context<Wrapped>, Arc<AtomicBool>) {
 fn out_of_memory_trims_the_cache_and_retries() {
     let inner = HostDevice::new();
     let info = inner.info().clone();
-    let ctx = Context::with_allocator(
-        wrap(inner, info, Arc::new(AtomicBool::new(false)), 1 << 20),
-        hetero::AllocatorOptions::caching(),
-    );
+    let ctx = Context::with_allocator(wrap(inner, info, 1 << 20), hetero::AllocatorOptions::caching());
     // Fill the budget with cached blocks of one size class…
     let blocks: Vec<_> = (0..4).map(|_| ctx.alloc::<u8>(256 << 10).unwrap()).collect();
     drop(blocks);
@@ -53,7 +53,7 @@ fn double_is_refused_on_a_device_without_fp64() {
     let inner = HostDevice::new();
     let mut info = inner.info().clone();
     info.fp64 = false;
-    let ctx = Context::new(wrap(inner, info, Arc::new(AtomicBool::new(false)), usize::MAX));
+    let ctx = Context::new(wrap(inner, info, usize::MAX));
     let source = "KERNEL void scale_f64(GLOBAL double* y, double a, uint n) { }";
     let host = hetero::host_kernel::HostKernel::new("scale_f64", |_, _| Ok(()))
         .slice_mut::<f64>()
@@ -72,7 +72,7 @@ fn double_is_refused_on_a_device_without_fp64() {
 }
 
 /// Opens `gate` after 100 ms from another thread; the flag is set just before.
-fn open_later(gate: Arc<hetero::UserEvent<Wrapped>>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
+fn open_later<D: Device>(gate: Arc<hetero::UserEvent<D>>) -> (Arc<AtomicBool>, std::thread::JoinHandle<()>) {
     let opened = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&opened);
     let handle = std::thread::spawn(move || {
@@ -96,12 +96,12 @@ fn pageable_copy_returns_only_after_the_device_is_done_with_the_slice() {
     let mut device = ctx.alloc::<u32>(1 << 16).unwrap();
     stream.wait(&*gate).unwrap();
     let (opened, opener) = open_later(Arc::clone(&gate));
-    fail_records.store(true, Ordering::SeqCst);
+    fail_records.set_enabled(true);
     let source = vec![7u32; 1 << 16];
     stream.copy_from_host(&source, &mut device).unwrap();
     assert!(opened.load(Ordering::SeqCst), "returned while the copy was still queued behind the gate");
     drop(source);
-    fail_records.store(false, Ordering::SeqCst);
+    fail_records.set_enabled(false);
     opener.join().unwrap();
     let mut out = vec![0u32; 1 << 16];
     stream.copy_to_host(&device, &mut out).unwrap();
@@ -120,11 +120,11 @@ fn untracked_copy_finishes_before_its_buffers_can_go() {
     let mut device = ctx.alloc::<u32>(1 << 16).unwrap();
     stream.wait(&*gate).unwrap();
     let (opened, opener) = open_later(Arc::clone(&gate));
-    fail_records.store(true, Ordering::SeqCst);
+    fail_records.set_enabled(true);
     assert!(stream.copy(&input, &mut device).is_err());
     assert!(opened.load(Ordering::SeqCst), "returned while the untracked copy was still queued");
     assert!(device.is_idle().unwrap());
-    fail_records.store(false, Ordering::SeqCst);
+    fail_records.set_enabled(false);
     drop((input, device));
     assert_eq!(ctx.deferred_frees(), 0);
     opener.join().unwrap();
@@ -138,17 +138,17 @@ fn untracked_copy_finishes_before_its_buffers_can_go() {
 fn a_mark_that_fails_to_record_keeps_its_event_for_the_next() {
     let (ctx, fail_records) = flaky();
     let stream = ctx.stream().unwrap();
-    let before = ctx.device().events_created();
-    fail_records.store(true, Ordering::SeqCst);
+    let before = fail_records.calls(FaultSite::Create);
+    fail_records.set_enabled(true);
     for _ in 0..3 {
         assert!(stream.then(|_| {}).is_err());
     }
-    fail_records.store(false, Ordering::SeqCst);
-    assert_eq!(ctx.device().events_created() - before, 1, "each failed recording made a new event");
+    fail_records.set_enabled(false);
+    assert_eq!(fail_records.calls(FaultSite::Create) - before, 1, "each failed recording made a new event");
     let (sent, received) = std::sync::mpsc::channel();
     stream.then(move |r| sent.send(r).unwrap()).unwrap();
     assert!(received.recv_timeout(Duration::from_secs(30)).unwrap().is_ok());
-    assert_eq!(ctx.device().events_created() - before, 1, "the spare event serves the next mark");
+    assert_eq!(fail_records.calls(FaultSite::Create) - before, 1, "the spare event serves the next mark");
 }
 
 /// Guards a leak: marks given back outside a stream operation (those of
@@ -157,9 +157,9 @@ fn a_mark_that_fails_to_record_keeps_its_event_for_the_next() {
 /// that stayed until the device went.
 #[test]
 fn marks_of_dropped_buffers_and_completed_futures_are_reused() {
-    let (ctx, _) = flaky();
+    let (ctx, fail_records) = flaky();
     let stream = ctx.stream().unwrap();
-    let before = ctx.device().events_created();
+    let before = fail_records.calls(FaultSite::Create);
     for i in 0..50 {
         let mut x = ctx.alloc::<u32>(256).unwrap();
         stream.fill(&mut x, i).unwrap();
@@ -167,6 +167,112 @@ fn marks_of_dropped_buffers_and_completed_futures_are_reused() {
         futures::executor::block_on(stream.synchronize_async()).unwrap();
         stream.synchronize().unwrap();
     }
-    let made = ctx.device().events_created() - before;
+    let made = fail_records.calls(FaultSite::Create) - before;
     assert!(made <= 4, "50 rounds made {made} events");
+}
+
+type FaultyCtx = Context<Faulty<HostDevice>>;
+
+/// Work of every kind the typed layer does: copies each way, fills,
+/// launches, events across streams, a gate opened late, a future, a
+/// callback, and buffers dropped while their work is queued. A step that
+/// fails is noted and the steps that need it are skipped; the errors come back.
+fn every_kind_of_work(ctx: &FaultyCtx, affine: &hetero::Kernel<Faulty<HostDevice>>) -> Vec<hetero::Error> {
+    const N: usize = 1 << 12;
+    let mut errors = Vec::new();
+    macro_rules! step {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            }
+        };
+    }
+    let (Some(a), Some(b)) = (step!(ctx.stream()), step!(ctx.stream())) else { return errors };
+    if let (Some(mut x), Some(mut p)) = (step!(ctx.alloc::<u32>(N)), step!(ctx.pinned_from_slice(&[1u32; N]))) {
+        step!(a.copy(&p, &mut x));
+        step!(x.slice_mut(..N / 2).and_then(|s| a.fill(s, 5)));
+        step!(x.slice_mut(..).and_then(|xs| {
+            // SAFETY: affine_u32 touches x[0..N), which x holds.
+            unsafe {
+                a.launch(
+                    affine,
+                    LaunchConfig::linear(N as u32 / 64, 64, 0),
+                    &[(&xs).into(), (N as u32).into(), 3u32.into(), 1u32.into()],
+                )
+            }
+        }));
+        if let Some(event) = step!(ctx.event()) {
+            step!(a.record(&event).and_then(|()| b.wait(&event)));
+        }
+        if let Some(gate) = step!(ctx.user_event()) {
+            step!(b.wait(&gate));
+            step!(b.copy(&x, &mut p));
+            step!(gate.complete());
+        }
+        let mut out = vec![0u32; N];
+        step!(b.copy_to_host(&x, &mut out));
+        step!(a.copy_from_host(&out, &mut x));
+        step!(futures::executor::block_on(a.synchronize_async()));
+        step!(a.then(|_| {}));
+        if let Some(mut y) = step!(ctx.alloc::<u32>(N)) {
+            step!(b.copy(&x, &mut y));
+            drop(y);
+        }
+        drop((x, p));
+    }
+    step!(a.synchronize());
+    step!(b.synchronize());
+    errors
+}
+
+/// Fault injection at every call: for each kind of driver call, each call
+/// of [`every_kind_of_work`] in turn fails once. Every error an operation
+/// returns is that injected fault (none other, and none twice), nothing
+/// hangs, and once the context is dropped every allocation, event and
+/// stream made through the device was released (guards against a failure
+/// path that leaks its event or frees nothing; AddressSanitizer, which CI
+/// runs this file under, guards against one that frees too early).
+#[test]
+fn every_failed_call_is_an_error_and_leaves_nothing_behind() {
+    let run = |plan: FaultPlan, what: String| {
+        let device = Faulty::new(HostDevice::new(), plan);
+        let log = device.log();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let ctx = Context::new(device);
+            let affine = ctx.build_module(hetero::kernels::UTIL).unwrap().kernel("affine_u32").unwrap();
+            let errors = every_kind_of_work(&ctx, &affine);
+            drop((affine, ctx));
+            done.send(errors).unwrap();
+        });
+        let errors = finished.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("{what}: the work hung"));
+        (errors, log)
+    };
+    let (errors, clean) = run(FaultPlan::none(), "no fault".into());
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(clean.released_within(Duration::from_secs(10)).total(), 0);
+    let mut failed = 0;
+    for site in FaultSite::ALL {
+        let calls = clean.calls(site);
+        assert!(calls > 0 || site == FaultSite::Query, "the work makes no {site:?} call");
+        for k in 0..calls {
+            let (errors, log) = run(FaultPlan::none().nth(site, k), format!("{site:?} call {k}"));
+            for e in &errors {
+                assert_eq!(hetero::faults::injected_id(e), Some(0), "{site:?} call {k}: an error not injected: {e}");
+            }
+            assert!(errors.len() <= 1, "{site:?} call {k}: one fault returned {} times: {errors:?}", errors.len());
+            // Queries come as often as the waker and the reaper poll, so
+            // a run may make fewer than the one without faults.
+            let injected = if site == FaultSite::Query { log.injected().max(1) } else { log.injected() };
+            assert_eq!(injected, 1, "{site:?} call {k}");
+            let live = log.released_within(Duration::from_secs(10));
+            assert_eq!(live.total(), 0, "{site:?} call {k}: left behind {live:?} ({errors:?})");
+            failed += errors.len();
+        }
+    }
+    assert!(failed > 30, "only {failed} injected faults surfaced");
 }

@@ -284,7 +284,7 @@ fn library_layers_hold_as_imports() {
         &["error"],
         &["host_kernel"],
         &["device"],
-        &["block", "select"],
+        &["block", "select", "faults"],
         &["backend"],
         &["any"],
         &["safe"],

@@ -192,6 +192,7 @@ impl<D: Device> Stream<D> {
         waited?;
 
         let mut spare = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        self.device.ready_spare(&mut spare)?;
         let ranges = (PeerRange::new::<D>(&***sv.device, sv.range()), PeerRange::new::<D>(&***dv.device, dv.range()));
         // SAFETY: both views are bounds-checked views of live device
         // allocations; the waits above order the copy after their
@@ -200,8 +201,8 @@ impl<D: Device> Stream<D> {
         // that fails has nothing of the copy left running.
         let route = unsafe { self.device.copy_peer(ranges.0, ranges.1, self.id) }?;
         // SAFETY: the stream is owned by self.
-        let mark = match unsafe { self.device.mark_from(self.id, &mut spare) } {
-            Ok(mark) => mark,
+        let (mark, error) = match unsafe { self.device.mark_enqueued(self.id, &mut spare) } {
+            Ok(marked) => marked,
             Err(e) => return Err(self.settle_after(e)),
         };
         let near_mark = mark.clone();
@@ -211,7 +212,7 @@ impl<D: Device> Stream<D> {
         let far_tracked = track_far(far_shared, &self.device, self.id, near_mark.id(), &mut far_held);
         self.device.recycle(near_mark);
         far_tracked.map_err(|e| self.settle_after(e))?;
-        Ok(route)
+        error.map_or(Ok(route), Err)
     }
 
     /// Synchronises the stream after tracking failed behind queued work

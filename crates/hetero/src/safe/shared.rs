@@ -234,6 +234,47 @@ impl<D: Device> Shared<D> {
         }
     }
 
+    /// Puts an event in `spare` for the mark an operation records after it
+    /// enqueues (a spare one, or a new one): made before the enqueue, a
+    /// failure to make it leaves nothing queued, and nothing to wait for.
+    pub(crate) fn ready_spare(&self, spare: &mut Spare) -> Result<()> {
+        if spare.is_none() {
+            *spare = Some(match self.spare().pop() {
+                Some(event) => event,
+                None => Arc::new(self.device.create_sync_event()?),
+            });
+        }
+        Ok(())
+    }
+
+    /// The mark after work just enqueued on `stream`, from `spare`: when
+    /// recording fails it is tried once more, and a second recording that
+    /// works tracks the work as the first would have (the first error is
+    /// given along, for the operation to return). `Err` when both failed:
+    /// the work is untracked, and the caller must synchronise the stream.
+    ///
+    /// A second try, not a synchronisation at once, because the stream may
+    /// wait on a gate that the calling thread has yet to open: waiting for
+    /// it here would never return (`every_failed_call_is_an_error_and_leaves_nothing_behind`).
+    ///
+    /// # Safety
+    /// `stream` must be owned by the caller.
+    pub(crate) unsafe fn mark_enqueued(
+        &self,
+        stream: StreamId,
+        spare: &mut Spare,
+    ) -> Result<(Mark, Option<crate::error::Error>)> {
+        // SAFETY: as the caller's.
+        match unsafe { self.mark_from(stream, spare) } {
+            Ok(mark) => Ok((mark, None)),
+            // SAFETY: as the caller's.
+            Err(first) => match unsafe { self.mark_from(stream, spare) } {
+                Ok(mark) => Ok((mark, Some(first))),
+                Err(_) => Err(first),
+            },
+        }
+    }
+
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn recycle(&self, mark: Mark) {
         if let Some(event) = mark.into_spare() {

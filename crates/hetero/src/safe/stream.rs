@@ -265,10 +265,13 @@ impl<D: Device> Stream<D> {
 
     /// Runs `enqueue` between the tracker steps of every view it uses.
     ///
-    /// Failure-atomic: if tracking fails after `enqueue` queued work, the
-    /// stream is synchronised before the error returns, so the untracked
-    /// work has finished (or can never run) before anyone can free or
-    /// touch its memory.
+    /// Failure-atomic: the mark's event is made before `enqueue` runs, and
+    /// if recording it fails twice after `enqueue` queued work
+    /// (`Shared::mark_enqueued`), the stream is synchronised before the
+    /// error returns, so the untracked work has finished (or can never run)
+    /// before anyone can free or touch its memory. An error after the
+    /// enqueue (a first recording that failed) leaves the work queued and
+    /// tracked: the caller cannot tell whether it has run.
     pub(super) fn tracked(&self, views: &[&View<'_, D>], enqueue: impl FnOnce() -> Result<()>) -> Result<()> {
         let mut held = self.wait_for(views)?;
         // One operation of this stream at a time from enqueue to record, so
@@ -277,13 +280,14 @@ impl<D: Device> Stream<D> {
         // the device: a thread sharing the stream would wait with it, even
         // for a gate that it is the one to open.
         let mut spare = self.order.lock().unwrap_or_else(PoisonError::into_inner);
+        self.device.ready_spare(&mut spare)?;
         enqueue()?;
         // SAFETY: the stream is owned by self.
-        match unsafe { self.device.mark_from(self.id, &mut spare) } {
-            Ok(mark) => {
+        match unsafe { self.device.mark_enqueued(self.id, &mut spare) } {
+            Ok((mark, error)) => {
                 held.lock();
                 held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark);
-                Ok(())
+                error.map_or(Ok(()), Err)
             }
             Err(e) => {
                 // SAFETY: the stream is owned by self. Its result does not

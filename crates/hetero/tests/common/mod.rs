@@ -1,12 +1,11 @@
 //! A wrapper around the host device for tests that need a device to
-//! misbehave (failing records, a memory budget, a changed description) or
-//! to do no work at all.
+//! misbehave (a memory budget, a changed description) or to do no work at
+//! all. Failing driver calls is `hetero::faults::Faulty`'s job.
 
 #![allow(dead_code)] // each test binary uses a part
 
 use std::ptr::NonNull;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hetero::backend::host::HostDevice;
 use hetero::{
@@ -14,27 +13,16 @@ use hetero::{
     ModuleId, Result, StreamFlags, StreamId,
 };
 
-/// The host device, whose `record_event` fails while `fail_records` is set,
-/// which reports `info` (the host's, or one changed by a test), which
+/// The host device, which reports `info` (the host's, or one changed by a test), which
 /// refuses device allocations beyond `budget` live bytes, and which, with
 /// `skip_work`, enqueues nothing for launches, copies to the device and
 /// event records (so that a test sees the typed layer's own cost).
 pub struct Wrapped {
     inner: HostDevice,
     info: DeviceInfo,
-    fail_records: Arc<AtomicBool>,
     budget: usize,
     live: AtomicUsize,
     skip_work: bool,
-    /// Events made so far (`create_event`, which synchronisation events use too).
-    events: AtomicUsize,
-}
-
-impl Wrapped {
-    /// Events made so far.
-    pub fn events_created(&self) -> usize {
-        self.events.load(Ordering::SeqCst)
-    }
 }
 
 /// The host device inside a peer that is a `Wrapped`.
@@ -64,7 +52,6 @@ impl Device for Wrapped {
         unsafe { self.inner.query_stream(stream) }
     }
     fn create_event(&self) -> Result<EventId> {
-        self.events.fetch_add(1, Ordering::SeqCst);
         self.inner.create_event()
     }
     fn create_user_event(&self) -> Result<EventId> {
@@ -81,9 +68,6 @@ impl Device for Wrapped {
     unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         if self.skip_work {
             return Ok(());
-        }
-        if self.fail_records.load(Ordering::SeqCst) {
-            return Err(Error::new(Backend::Host, "record_event", ErrorKind::Driver, "injected failure"));
         }
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.record_event(event, stream) }
@@ -200,16 +184,8 @@ impl Device for Wrapped {
 }
 
 /// The host device wrapped, reporting `info`.
-pub fn wrap(inner: HostDevice, info: DeviceInfo, fail_records: Arc<AtomicBool>, budget: usize) -> Wrapped {
-    Wrapped {
-        inner,
-        info,
-        fail_records,
-        budget,
-        live: AtomicUsize::new(0),
-        skip_work: false,
-        events: AtomicUsize::new(0),
-    }
+pub fn wrap(inner: HostDevice, info: DeviceInfo, budget: usize) -> Wrapped {
+    Wrapped { inner, info, budget, live: AtomicUsize::new(0), skip_work: false }
 }
 
 /// The host device wrapped so that launches, copies to the device and
@@ -217,5 +193,5 @@ pub fn wrap(inner: HostDevice, info: DeviceInfo, fail_records: Arc<AtomicBool>, 
 pub fn skipping_work() -> Wrapped {
     let inner = HostDevice::new();
     let info = inner.info().clone();
-    Wrapped { skip_work: true, ..wrap(inner, info, Arc::new(AtomicBool::new(false)), usize::MAX) }
+    Wrapped { skip_work: true, ..wrap(inner, info, usize::MAX) }
 }
