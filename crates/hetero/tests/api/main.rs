@@ -43,6 +43,7 @@ macro_rules! backend_tests {
             #[case::sync_events(semantics::sync_events_order_and_carry_no_time)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
             #[case::wait_alone(semantics::a_wait_alone_holds_the_stream)]
+            #[case::gate_reuse(semantics::gate_words_are_reused_without_releasing_a_new_gate)]
             #[case::shared_stream(semantics::threads_sharing_a_stream_wait_for_their_own_work)]
             #[case::shared_kernel(semantics::threads_launching_one_kernel_keep_their_arguments)]
             #[case::recording_then_idle(semantics::a_completed_recording_leaves_its_stream_idle)]

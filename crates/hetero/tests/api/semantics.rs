@@ -734,3 +734,33 @@ pub fn arguments_at_offsets_outlive_their_queued_launches(ctx: &Context) {
         assert!(got[k * part..(k + 1) * part].iter().all(|&v| v == 1 + 3 * (k as u32 + 1)), "part {k}");
     }
 }
+
+/// Gates made one after another, each destroyed before the next is made
+/// (CUDA and HIP reuse a destroyed gate's word for the next gate): a new
+/// gate holds its stream until it is opened, and a stream that waited on
+/// an earlier gate, destroyed before it ran, is not held again by the gates
+/// made after it. Guards the reuse of gate words, which once kept every
+/// destroyed gate's page-locked word until the device went (soak growth).
+pub fn gate_words_are_reused_without_releasing_a_new_gate(ctx: &Context) {
+    let (early, stream) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let mut x = ctx.alloc::<u32>(256).unwrap();
+    let mut y = ctx.alloc::<u32>(256).unwrap();
+    // A wait on a gate that is destroyed (so opened) before it runs.
+    let first = ctx.user_event().unwrap();
+    early.wait(&first).unwrap();
+    early.fill(&mut y, 7u32).unwrap();
+    drop(first);
+    for round in 0..8u32 {
+        let gate = ctx.user_event().unwrap();
+        stream.wait(&gate).unwrap();
+        stream.fill(&mut x, round).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(!stream.query().unwrap(), "round {round}: a new gate let its stream run before it was opened");
+        gate.complete().unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(stream.download(&x).unwrap(), vec![round; 256], "round {round}");
+        drop(gate);
+    }
+    early.synchronize().unwrap();
+    assert_eq!(early.download(&y).unwrap(), vec![7u32; 256]);
+}

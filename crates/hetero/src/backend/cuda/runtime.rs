@@ -386,10 +386,10 @@ impl Runtime for Cuda {
         check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream, event, 0) })
     }
 
-    unsafe fn stream_wait_word(&self, stream: sys::CUstream, addr: sys::CUdeviceptr) -> Result<()> {
+    unsafe fn stream_wait_word(&self, stream: sys::CUstream, addr: sys::CUdeviceptr, value: u32) -> Result<()> {
         let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
         // SAFETY: the caller's contract; addr is a mapped word that outlives the wait.
-        check("cuStreamWaitValue32", unsafe { sys::cuStreamWaitValue32_v2(stream, addr, 1, geq) })
+        check("cuStreamWaitValue32", unsafe { sys::cuStreamWaitValue32_v2(stream, addr, value, geq) })
     }
 
     unsafe fn event_create(&self, timing: bool) -> Result<sys::CUevent> {

@@ -36,7 +36,10 @@ pub struct GpuDevice<R: Runtime> {
     /// The stream of the stream-ordered allocator, where the device has memory pools.
     pool_stream: Option<GpuStream<R>>,
     poisoned: OnceLock<Error>,
-    /// Gate words of destroyed user events, freed when the device is dropped.
+    /// Words of destroyed (and so opened) user events, with their device
+    /// addresses, for the next gates (see `event.rs`); freed at the drop.
+    spare_gates: Mutex<Vec<(GateWord, R::Ptr)>>,
+    /// Words that reached the last generation: never reused, freed at the drop.
     retired_gates: Mutex<Vec<NonNull<u32>>>,
     streams: Handles<GpuStream<R>>,
     events: Handles<GpuEvent<R>>,
@@ -107,6 +110,7 @@ impl<R: Runtime> GpuDevice<R> {
             runtime,
             pool_stream,
             poisoned: OnceLock::new(),
+            spare_gates: Mutex::new(Vec::new()),
             retired_gates: Mutex::new(Vec::new()),
             streams: Handles::new(b, "stream"),
             events: Handles::new(b, "event"),
@@ -277,6 +281,8 @@ impl<R: Runtime> Drop for GpuDevice<R> {
                 let _ = mem.free(&self.runtime, pool);
             }
             let gates = self.retired_gates.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let spare = self.spare_gates.get_mut().unwrap_or_else(PoisonError::into_inner);
+            gates.extend(spare.drain(..).map(|(word, _)| word.0));
             for event in events {
                 match &*event {
                     // SAFETY: a live event of this device; its streams are done.
@@ -339,11 +345,17 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     fn create_user_event(&self) -> Result<EventId> {
+        // A spare word: every gate before on it is open, so the next
+        // generation is closed to new waits only.
+        let spare = self.spare_gates.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        if let Some((word, device)) = spare {
+            let generation = word.value() + 1;
+            return Ok(EventId(self.events.insert(GpuEvent::User { word, device, generation })));
+        }
         self.enter()?;
         // SAFETY: the device is current; 4 bytes hold the word.
         let host = self.check(unsafe { self.runtime.host_alloc(4, true) })?;
         let word = GateWord(host.cast());
-        word.close();
         // SAFETY: host was allocated mapped on this device.
         let device = match self.check(unsafe { self.runtime.host_device_ptr(host) }) {
             Ok(device) => device,
@@ -353,7 +365,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
                 return Err(e);
             }
         };
-        Ok(EventId(self.events.insert(GpuEvent::User { word, device })))
+        // A new word starts at 0: generation 1 is closed.
+        word.reset();
+        Ok(EventId(self.events.insert(GpuEvent::User { word, device, generation: 1 })))
     }
 
     unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
@@ -373,10 +387,15 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
         match &*slot {
-            GpuEvent::User { word, .. } => {
-                // A stream may still be about to read the word: it is freed
-                // once the device's streams are done (at its drop).
-                self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).push(word.0);
+            GpuEvent::User { word, device, generation } => {
+                // A stream may still be about to read the word, and will
+                // find it open whatever gate it serves next; at the last
+                // generation it is kept apart until the device's drop.
+                if *generation == u32::MAX {
+                    self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).push(word.0);
+                } else {
+                    self.spare_gates.lock().unwrap_or_else(PoisonError::into_inner).push((*word, *device));
+                }
                 Ok(())
             }
             GpuEvent::Timed { event, .. } => {
@@ -455,9 +474,13 @@ impl<R: Runtime> Device for GpuDevice<R> {
         match &*self.events.get("stream_wait_event", event.0)? {
             // SAFETY: both handles are live objects of this device, which is current.
             GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
-            // SAFETY: the gate word is mapped page-locked memory that lives
-            // until the device is dropped (destroyed gates are retired, not freed).
-            GpuEvent::User { device, .. } => self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device) }),
+            GpuEvent::User { device, generation, .. } => {
+                // SAFETY: the gate word is mapped page-locked memory that
+                // lives until the device is dropped (destroyed gates are
+                // reused, not freed); the word never goes below a generation
+                // once opened, so this wait ends once the gate opens.
+                self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device, *generation) })
+            }
         }
     }
 
@@ -641,7 +664,8 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {
-        // Destroyed gates count until their words are freed.
+        // Words at their last generation count until they are freed; spare
+        // words are a cache of at most as many gates as were open at once.
         let retired_gates = self.retired_gates.lock().unwrap_or_else(PoisonError::into_inner).len();
         Some(LiveHandles {
             streams: self.streams.live(),

@@ -114,8 +114,8 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn stream_query(&self, stream: Self::Stream) -> Result<bool>;
     /// Makes `stream` wait for `event`.
     unsafe fn stream_wait_event(&self, stream: Self::Stream, event: Self::Event) -> Result<()>;
-    /// Makes `stream` wait until the 32-bit word at `addr` is `>= 1`.
-    unsafe fn stream_wait_word(&self, stream: Self::Stream, addr: Self::Ptr) -> Result<()>;
+    /// Makes `stream` wait until the 32-bit word at `addr` is `>= value`.
+    unsafe fn stream_wait_word(&self, stream: Self::Stream, addr: Self::Ptr, value: u32) -> Result<()>;
 
     /// Creates an event whose host waits block (not spin), with timing or
     /// (cheaper to record) without.

@@ -177,10 +177,10 @@ impl Runtime for Hip {
         check("hipStreamWaitEvent", unsafe { hip::hipStreamWaitEvent(stream, event, 0) })
     }
 
-    unsafe fn stream_wait_word(&self, stream: hip::hipStream_t, addr: hip::hipDeviceptr_t) -> Result<()> {
+    unsafe fn stream_wait_word(&self, stream: hip::hipStream_t, addr: hip::hipDeviceptr_t, value: u32) -> Result<()> {
         // SAFETY: the caller's contract; addr is a mapped word that outlives the wait.
         check("hipStreamWaitValue32", unsafe {
-            hip::hipStreamWaitValue32(stream, addr, 1, hip::hipStreamWaitValueGte, u32::MAX)
+            hip::hipStreamWaitValue32(stream, addr, value, hip::hipStreamWaitValueGte, u32::MAX)
         })
     }
 
