@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use hetero::faults::{FaultLog, injected_id};
+use hetero::faults::{FaultLog, injected_id, injected_ids};
 use hetero::{Context, Device, DeviceBuffer, Kernel, LaunchConfig, Stream, UserEvent};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -61,7 +61,8 @@ pub struct Stats {
     /// Errors returned by the library that no fault injection explains
     /// (none are expected).
     pub errors: Vec<String>,
-    /// The numbers of the injected faults that operations returned.
+    /// The numbers of the injected faults that operations returned (an
+    /// error may tell of two: a tracking record that failed twice).
     pub surfaced: BTreeSet<u64>,
 }
 
@@ -145,13 +146,14 @@ impl Counters {
     /// on; any other error ends the thread.
     fn settle(&self, result: Step) -> Step {
         match result {
-            Err(e) => match injected_id(&e) {
-                Some(id) => {
-                    self.surfaced.lock().unwrap_or_else(PoisonError::into_inner).insert(id);
-                    Ok(())
+            Err(e) => {
+                let ids = injected_ids(&e);
+                if ids.is_empty() {
+                    return Err(e);
                 }
-                None => Err(e),
-            },
+                self.surfaced.lock().unwrap_or_else(PoisonError::into_inner).extend(ids);
+                Ok(())
+            }
             Ok(()) => Ok(()),
         }
     }

@@ -266,9 +266,24 @@ impl FaultLog {
 /// The number of the injected fault `error` reports, or `None` for an
 /// error that no [`Faulty`] device injected.
 pub fn injected_id(error: &Error) -> Option<u64> {
-    let rest = error.message.strip_prefix("injected fault #")?;
-    let digits = rest.split(|c: char| !c.is_ascii_digit()).next()?;
-    digits.parse().ok()
+    number_after_mark(error.message.strip_prefix(MARK)?)
+}
+
+/// Every injected fault `error` reports: the one it is, and any its
+/// message tells of after it (the library names a second failure that
+/// followed the first, as when recording a tracking event failed twice).
+pub fn injected_ids(error: &Error) -> Vec<u64> {
+    if injected_id(error).is_none() {
+        return Vec::new();
+    }
+    error.message.split(MARK).skip(1).filter_map(number_after_mark).collect()
+}
+
+/// How an injected fault's message starts.
+const MARK: &str = "injected fault #";
+
+fn number_after_mark(rest: &str) -> Option<u64> {
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
 }
 
 /// A device whose driver calls fail as a [`FaultPlan`] says; everything
@@ -313,7 +328,7 @@ impl<D: Device> Faulty<D> {
         injections.push(Injection { id, site, call });
         let backend = self.inner.info().backend;
         let (kind, code, name) = native_failure(backend, site);
-        let message = format!("injected fault #{id} ({} site): {name}", site.name());
+        let message = format!("{MARK}{id} ({} site): {name}", site.name());
         match code {
             Some(code) => Error::native(backend, call, code, message).with_kind(kind),
             None => Error::new(backend, call, kind, message),
@@ -567,5 +582,37 @@ impl<D: Device> Device for Faulty<D> {
     unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.inner.destroy_graph(graph) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan's choices are the same for the same seed, differ for another,
+    /// and come near the rate.
+    #[test]
+    fn random_plans_repeat_and_keep_their_rate() {
+        let plan = |seed| FaultPlan::random(0.1, seed).unwrap_or_else(|e| panic!("{e}"));
+        let fails = |p: &FaultPlan| (0..10_000).filter(|k| p.fails(FaultSite::Record, *k)).collect::<Vec<_>>();
+        assert_eq!(fails(&plan(1)), fails(&plan(1)));
+        assert_ne!(fails(&plan(1)), fails(&plan(2)));
+        let n = fails(&plan(1)).len();
+        assert!((800..1200).contains(&n), "{n} of 10000 at rate 0.1");
+        assert!(fails(&plan(1).only(&[FaultSite::Alloc])).is_empty());
+        assert!(FaultPlan::random(1.5, 0).is_err() && FaultPlan::random(f64::NAN, 0).is_err());
+    }
+
+    /// The ids of an injected error, and of the second failure a message
+    /// tells of; none for an error not injected.
+    #[test]
+    fn injected_ids_are_read_back() {
+        let error = |message: &str| Error::new(Backend::Host, "record_event", ErrorKind::Driver, message);
+        assert_eq!(injected_ids(&error("injected fault #7 (record site): x")), [7]);
+        let twice = error(
+            "injected fault #7 (record site): x; recording it again failed too: injected fault #9 (record site): x",
+        );
+        assert_eq!((injected_id(&twice), injected_ids(&twice)), (Some(7), vec![7, 9]));
+        assert!(injected_ids(&error("a driver said injected fault #3")).is_empty());
     }
 }

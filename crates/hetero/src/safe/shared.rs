@@ -250,8 +250,9 @@ impl<D: Device> Shared<D> {
     /// The mark after work just enqueued on `stream`, from `spare`: when
     /// recording fails it is tried once more, and a second recording that
     /// works tracks the work as the first would have (the first error is
-    /// given along, for the operation to return). `Err` when both failed:
-    /// the work is untracked, and the caller must synchronise the stream.
+    /// given along, for the operation to return). `Err` when both failed
+    /// (the first error, its message followed by the second's): the work
+    /// is untracked, and the caller must synchronise the stream.
     ///
     /// A second try, not a synchronisation at once, because the stream may
     /// wait on a gate that the calling thread has yet to open: waiting for
@@ -270,7 +271,10 @@ impl<D: Device> Shared<D> {
             // SAFETY: as the caller's.
             Err(first) => match unsafe { self.mark_from(stream, spare) } {
                 Ok(mark) => Ok((mark, Some(first))),
-                Err(_) => Err(first),
+                Err(second) => Err(crate::error::Error {
+                    message: format!("{}; recording it again failed too: {}", first.message, second.message),
+                    ..first
+                }),
             },
         }
     }
