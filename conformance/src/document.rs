@@ -203,6 +203,11 @@ pub fn document(report: &Report) -> Vec<Block> {
                 r.note.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))
             })
         }))
+        .chain(report.runs.iter().flat_map(|run| {
+            run.results.iter().filter_map(move |r| {
+                r.not_compared.as_ref().map(|n| format!("{} {} {}: {n}", run.backend, r.workload.name(), r.variant))
+            })
+        }))
         .chain(report.unavailable.iter().map(|u| format!("skipped {}: {}", u.backend, u.reason)))
         .collect();
     if !notes.is_empty() {
@@ -241,8 +246,11 @@ fn comparison_table(report: &Report, rows: &[(String, String, String)], headers:
                             .results
                             .iter()
                             .find(|r| r.workload.name() == workload && &r.variant == variant && r.size.name() == size)
-                            .and_then(|r| r.comparison.as_ref())
-                            .map_or("-".to_string(), |c| format!("{} / {}", num(c.max_abs), num(c.max_rel))),
+                            .map_or("-".to_string(), |r| match (&r.comparison, &r.not_compared) {
+                                (Some(c), _) => format!("{} / {}", num(c.max_abs), num(c.max_rel)),
+                                (None, Some(_)) => "not compared (see notes)".to_string(),
+                                (None, None) => "-".to_string(),
+                            }),
                     )
                 }))
                 .collect()

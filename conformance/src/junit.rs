@@ -43,10 +43,14 @@ pub fn render(report: &Report) -> Result<String, String> {
             if let Some(time) = r.device_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1e3).ok()) {
                 case.set_time(time);
             }
-            match r.slower_than_peers {
-                Some(ratio) => case.set_system_out(format!("{numbers}; slow: {ratio:.2}x its peers' median time")),
-                None => case.set_system_out(numbers),
-            };
+            let mut out = numbers;
+            if let Some(ratio) = r.slower_than_peers {
+                out += &format!("; slow: {ratio:.2}x its peers' median time");
+            }
+            if let Some(why) = &r.not_compared {
+                out += &format!("; {why}");
+            }
+            case.set_system_out(out);
             suite.add_test_case(case);
         }
         junit.add_test_suite(suite);

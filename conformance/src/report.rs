@@ -153,6 +153,11 @@ pub struct ResultRecord {
     /// device (cross-backend comparison), where there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Why this result was not compared with the run's first device, or
+    /// checked against its peer, where such a run of the variant was there
+    /// (a balanced wave's snapshot interval, chosen per device, differs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_compared: Option<String>,
     /// This device's time over the median of its peers' (devices of the
     /// same backend and model in the report), where it is at least the
     /// slowness threshold above 1 ([`Report::flag_slow_devices`]).
@@ -195,6 +200,7 @@ impl ResultRecord {
             metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
             note: outcome.note.clone(),
             comparison: None,
+            not_compared: None,
             slower_than_peers: None,
             intervals: outcome.intervals.clone(),
             images: outcome.images.clone(),
@@ -214,6 +220,7 @@ impl ResultRecord {
             metrics: BTreeMap::new(),
             note: Some(reason),
             comparison: None,
+            not_compared: None,
             slower_than_peers: None,
             intervals: Vec::new(),
             images: Vec::new(),

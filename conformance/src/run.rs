@@ -43,6 +43,36 @@ struct Peer {
     outputs: HashMap<(Workload, String), Output>,
 }
 
+impl Peer {
+    /// Why an output under `key` cannot be compared with this device's:
+    /// it ran the variant on another schedule (a balanced wave's snapshot
+    /// interval); `None` when it did not run the variant at all.
+    fn other_schedule(&self, key: &(Workload, String)) -> Option<String> {
+        let (variant, mine) = split_schedule(&key.1);
+        let theirs = self.outputs.keys().find_map(|(workload, other)| {
+            let (base, every) = split_schedule(other);
+            (*workload == key.0 && base == variant).then_some(every)
+        })?;
+        let steps = |every: Option<&str>| {
+            every.map_or("no snapshot interval".to_string(), |k| format!("a snapshot every {k} steps"))
+        };
+        Some(format!(
+            "not compared with {}: it ran {variant} with {}, this run with {} (a balanced variant picks its interval per device, and outputs of different intervals differ)",
+            self.label,
+            steps(theirs),
+            steps(mine)
+        ))
+    }
+}
+
+/// A comparison key's variant and snapshot interval (`balanced-sync every 8`).
+fn split_schedule(key: &str) -> (&str, Option<&str>) {
+    match key.split_once(" every ") {
+        Some((variant, every)) => (variant, Some(every)),
+        None => (key, None),
+    }
+}
+
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
@@ -161,22 +191,32 @@ fn record(
     let schedule = outcome.metrics.get("snapshot_every").map_or(String::new(), |k| format!(" every {k}"));
     let key = (workload, format!("{}{schedule}", outcome.variant));
     let Some(output) = outcome.output.take() else { return record };
+    let mut skipped = Vec::new();
     let first_of_run = baseline.first_backend.as_ref().and_then(|b| baseline.firsts.get(b));
-    if let Some(reference) = first_of_run.filter(|_| !device.first)
-        && let Some(outputs) = reference.outputs.get(&key)
-    {
-        record.comparison = output.difference(outputs).map(|(abs, rel)| Comparison {
-            against: reference.label.clone(),
-            max_abs: finite(abs),
-            max_rel: finite(rel),
-        });
+    if let Some(reference) = first_of_run.filter(|_| !device.first) {
+        match reference.outputs.get(&key) {
+            Some(outputs) => {
+                record.comparison = output.difference(outputs).map(|(abs, rel)| Comparison {
+                    against: reference.label.clone(),
+                    max_abs: finite(abs),
+                    max_rel: finite(rel),
+                });
+            }
+            None => skipped.extend(reference.other_schedule(&key)),
+        }
     }
     // Its peer: its backend's first device, where that is of its model.
-    let peer = baseline
-        .firsts
-        .get(device.backend)
-        .filter(|p| !device.backend_first && p.name == device.name)
-        .and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output))));
+    let peer_device = baseline.firsts.get(device.backend).filter(|p| !device.backend_first && p.name == device.name);
+    let peer = peer_device.and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output))));
+    if peer.is_none()
+        && let Some(p) = peer_device
+        && first_of_run.is_none_or(|f| f.label != p.label)
+    {
+        skipped.extend(p.other_schedule(&key));
+    }
+    if !skipped.is_empty() {
+        record.not_compared = Some(skipped.join("; "));
+    }
     if let Some((label, difference)) = peer {
         // Exactly, or as far as two correct outputs may differ.
         let allowed = outcome.spread;
@@ -269,6 +309,8 @@ mod tests {
         assert!(record(Workload::Wave, size, balanced(1.0, 20.0), None, first, &mut baseline).passed);
         let other = record(Workload::Wave, size, balanced(0.5, 21.0), None, later, &mut baseline);
         assert!(other.passed && other.comparison.is_none(), "{:?}", other.note);
+        let why = other.not_compared.unwrap_or_default();
+        assert!(why.contains("every 20 steps") && why.contains("every 21 steps"), "{why}");
         let same = record(Workload::Wave, size, balanced(0.5, 20.0), None, later, &mut baseline);
         assert!(!same.passed, "one schedule, different snapshots");
     }

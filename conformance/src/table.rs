@@ -140,6 +140,13 @@ pub fn render(report: &Report) -> String {
         out += &format!("compare: {} vs {against}, max abs/rel difference: {}\n", run.backend, compared.join(", "));
     }
     for run in &report.runs {
+        for r in &run.results {
+            if let Some(why) = &r.not_compared {
+                out += &format!("compare: {} {} {}: {why}\n", run.backend, r.workload.name(), r.variant);
+            }
+        }
+    }
+    for run in &report.runs {
         if let Some(base) = run.d2d_gbps {
             let clock = if run.device_timing_unavailable.is_some() { ", host clock" } else { "" };
             out += &format!("bandwidth: {} device-to-device copy {base:.1} GB/s (read + write{clock})", run.backend);

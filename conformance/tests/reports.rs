@@ -64,6 +64,41 @@ fn every_format_says_when_device_timing_is_unavailable() {
     assert!(conformance::table::render(&report).contains("(read + write, host clock)"));
 }
 
+/// A result that was not compared with the run's first device says why in
+/// every report format (balanced wave variants of different snapshot
+/// intervals were once reported as disagreeing, then silently left out).
+#[test]
+fn every_format_says_why_a_result_was_not_compared() {
+    let json = r#"{
+        "schema_version": 1, "hetero_version": "0", "seed": 1, "size": "medium", "unavailable": [],
+        "runs": [{
+            "backend": "hip",
+            "device": { "name": "H100", "vendor": "NVIDIA", "platform": "HIP", "ordinal": 0,
+                        "total_memory_bytes": 1, "compute_units": 132, "warp_size": 32 },
+            "d2d_gbps": 3000.0,
+            "results": [
+              { "workload": "wave", "variant": "balanced-sync", "size": "medium", "passed": true,
+                "error": 0.0, "tolerance": 1.0, "device_ms": 9.0, "metrics": { "snapshot_every": 9.0 },
+                "not_compared": "not compared with cuda (H100): it ran balanced-sync with a snapshot every 8 steps, this run with a snapshot every 9 steps" },
+              { "workload": "reduce", "variant": "two-pass-256", "size": "medium", "passed": true,
+                "error": 0.0, "tolerance": 1.0, "device_ms": 1.0, "metrics": {},
+                "comparison": { "against": "cuda (H100)", "max_abs": 0.0, "max_rel": 0.0 } }]
+        }]
+    }"#;
+    let report: Report = serde_json::from_str(json).unwrap();
+    let why = "it ran balanced-sync with a snapshot every 8 steps, this run with a snapshot every 9 steps";
+    for (format, text) in [
+        ("table", conformance::table::render(&report)),
+        ("markdown", conformance::markdown::render(&report)),
+        ("html", conformance::html::render(&report)),
+        ("junit", conformance::junit::render(&report).unwrap()),
+        ("json", serde_json::to_string(&report).unwrap()),
+    ] {
+        assert!(text.contains(why), "{format}: {text}");
+    }
+    assert!(conformance::markdown::render(&report).contains("not compared (see notes)"));
+}
+
 /// A device at least the threshold slower than the median of its peers
 /// (same backend and model) is flagged with the figure in every format;
 /// its peers and a device of another model are not. Devices the driver
