@@ -60,6 +60,7 @@ pub mod safe;
 mod select;
 mod shard;
 mod signature;
+mod sync;
 pub mod testing;
 mod types;
 

@@ -280,7 +280,7 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 #[test]
 fn library_layers_hold_as_imports() {
     let layers: [&[&str]; 10] = [
-        &["types", "signature", "shard", "markers"],
+        &["types", "signature", "shard", "markers", "sync"],
         &["error"],
         &["host_kernel"],
         &["device"],

@@ -24,7 +24,9 @@
 //! the driver reports out of memory, the kind's cache is trimmed and the
 //! allocation retried once.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+
+use crate::sync::{Mutex, MutexGuard};
 
 use super::buffer::HostAddr;
 use super::shared::{Pending, Shared};

@@ -1,7 +1,7 @@
 //! [`Context`]: the entry to the typed layer for one device.
 
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
 
@@ -16,6 +16,7 @@ use crate::device::{Device, DeviceInfo, StreamFlags};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 use crate::markers;
+use crate::sync::Mutex;
 
 /// One device, shared by every stream, buffer and event made from it.
 /// Cloning is cheap; objects from two contexts never mix (they fail with

@@ -11,8 +11,10 @@
 
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard};
 
 use super::alloc::{AllocatorOptions, Cache, MemoryKind};
 use super::completion::Waiter;

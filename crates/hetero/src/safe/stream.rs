@@ -2,7 +2,9 @@
 //! cross-stream ordering (see the tracker module for the rules).
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
+
+use crate::sync::Mutex;
 
 use bytemuck::Pod;
 use smallvec::SmallVec;

@@ -36,8 +36,10 @@
 //! mark stands for the earlier" rule needs when threads share a stream.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
+
+use crate::sync::{AtomicU64, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
 

@@ -1,0 +1,23 @@
+//! The locks and atomics of the typed layer's shared state, as the model
+//! checks see them.
+//!
+//! In a normal build these are `std::sync`'s. Built with
+//! `RUSTFLAGS="--cfg hetero_shuttle"` they are Shuttle's, so that
+//! `tests/model.rs` runs the shipped hazard tracker, stream order, spare
+//! marks, retired allocations and caching allocator under Shuttle's
+//! scheduler, which picks the thread that goes on at each of them. The
+//! modules that use these create every lock at run time (a `static` lock
+//! would be made outside the checker), and none of them is touched by a
+//! thread the checker does not run (the completion waker, the host
+//! backend's workers: the model checks start neither on shimmed state).
+
+#[cfg(hetero_shuttle)]
+pub(crate) use shuttle::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU64, AtomicUsize},
+};
+#[cfg(not(hetero_shuttle))]
+pub(crate) use std::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU64, AtomicUsize},
+};
