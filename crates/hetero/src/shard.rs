@@ -17,7 +17,7 @@ pub(crate) struct Padded<T>(pub(crate) T);
 
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
+crate::sync::thread_local! {
     static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
 }
 

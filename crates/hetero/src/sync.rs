@@ -4,8 +4,10 @@
 //! In a normal build these are `std::sync`'s. Built with
 //! `RUSTFLAGS="--cfg hetero_shuttle"` they are Shuttle's, so that
 //! `tests/model.rs` runs the shipped hazard tracker, stream order, spare
-//! marks, retired allocations and caching allocator under Shuttle's
-//! scheduler, which picks the thread that goes on at each of them. The
+//! marks, retired allocations and caching allocator, and the handle
+//! tables' own check runs their gates, under Shuttle's scheduler, which
+//! picks the thread that goes on at each of them. Each thread the checker
+//! runs has its own shard (`thread_local`), as each host thread does. The
 //! modules that use these create every lock at run time (a `static` lock
 //! would be made outside the checker), and none of them is touched by a
 //! thread the checker does not run (the completion waker, the host
@@ -13,11 +15,15 @@
 
 #[cfg(hetero_shuttle)]
 pub(crate) use shuttle::sync::{
-    Mutex, MutexGuard,
+    Mutex, MutexGuard, RwLock,
+    atomic::{AtomicBool, AtomicU64, AtomicUsize},
+};
+#[cfg(hetero_shuttle)]
+pub(crate) use shuttle::thread_local;
+#[cfg(not(hetero_shuttle))]
+pub(crate) use std::sync::{
+    Mutex, MutexGuard, RwLock,
     atomic::{AtomicBool, AtomicU64, AtomicUsize},
 };
 #[cfg(not(hetero_shuttle))]
-pub(crate) use std::sync::{
-    Mutex, MutexGuard,
-    atomic::{AtomicBool, AtomicU64, AtomicUsize},
-};
+pub(crate) use std::thread_local;

@@ -279,8 +279,9 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 /// module, and block sizes and the trait named each other.
 #[test]
 fn library_layers_hold_as_imports() {
-    let layers: [&[&str]; 10] = [
-        &["types", "signature", "shard", "markers", "sync"],
+    let layers: [&[&str]; 11] = [
+        &["sync"],
+        &["types", "signature", "shard", "markers"],
         &["error"],
         &["host_kernel"],
         &["device"],

@@ -6,13 +6,14 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 
 use rustc_hash::FxHashMap;
 
 use crate::device::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::shard::{self, SHARDS, Sharded};
+use crate::sync::{Mutex, RwLock};
 
 /// Objects by id.
 type Table<T> = FxHashMap<u64, Arc<T>>;
@@ -227,5 +228,70 @@ mod tests {
         assert!(table.remove("test", a).is_err(), "an id is removed once");
         assert_eq!(table.take_all().len(), 1);
         assert!(found_by_every_thread(&table, b).iter().all(|&f| !f), "take_all left an id in some shard");
+    }
+}
+
+/// The handle table under Shuttle (`--cfg hetero_shuttle`; see
+/// `crate::sync`): threads on distinct shards insert, look up and remove
+/// at once, every interleaving of their gates chosen by the checker.
+#[cfg(all(test, hetero_shuttle))]
+mod model {
+    use std::sync::Arc;
+
+    use shuttle::sync::Mutex;
+
+    use super::Handles;
+    use crate::device::Backend;
+
+    /// Invariant (ARCHITECTURE.md, `backend/handles.rs`): a change
+    /// write-locks every gate in shard order, a lookup read-locks its own;
+    /// so changes from several threads never deadlock, an id published
+    /// after its insert is found from every thread until it is removed, and
+    /// never after. Fails (a deadlock) when a removal takes the gates in
+    /// the other order.
+    #[test]
+    fn changes_and_lookups_from_every_shard_agree() {
+        let check = || {
+            let table = Arc::new(Handles::<u64>::new(Backend::Host, "thing"));
+            // Ids inserted and not yet removed, and ids removed, as published.
+            let published = Arc::new(Mutex::new((Vec::new(), Vec::new())));
+            let threads: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let (table, published) = (Arc::clone(&table), Arc::clone(&published));
+                    shuttle::thread::spawn(move || {
+                        for round in 0..2u64 {
+                            let id = table.insert(10 * t + round);
+                            published.lock().unwrap_or_else(|e| e.into_inner()).0.push((id, 10 * t + round));
+                            let (live, gone) = published.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                            for (other, value) in &live {
+                                // Removed meanwhile by its owner, or found with its value.
+                                if let Ok(found) = table.get("model", *other) {
+                                    assert_eq!(*found, *value);
+                                }
+                            }
+                            for other in gone {
+                                assert!(table.get("model", other).is_err(), "a removed id was found");
+                            }
+                            if round == 1 {
+                                let mut p = published.lock().unwrap_or_else(|e| e.into_inner());
+                                p.0.retain(|(i, _)| *i != id);
+                                let removed = table.remove("model", id);
+                                assert_eq!(removed.ok().map(|v| *v), Some(10 * t + round));
+                                p.1.push(id);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for thread in threads {
+                let _ = thread.join();
+            }
+            let (live, _) = published.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            for (id, value) in live {
+                assert_eq!(table.get("model", id).ok().map(|v| *v), Some(value), "an inserted id was lost");
+            }
+        };
+        shuttle::check_random(check, 300);
+        shuttle::check_pct(check, 300, 3);
     }
 }
