@@ -275,11 +275,12 @@ fn account(name: &str, log: &FaultLog, runs: &[&stress::Stats]) -> bool {
     let live = log.released_within(Duration::from_secs(30));
     let released = live.total() == 0;
     println!(
-        "stress: {name}: after the device's drop, made through it and not released: {} allocations, {} events, {} streams: {}",
+        "stress: {name}: after the device's drop, made through it and not released: {} allocations, {} events, {} streams: {}; calls on released handles: {}",
         live.allocations,
         live.events,
         live.streams,
-        if released { "none" } else { "LEAK" }
+        if released { "none" } else { "LEAK" },
+        log.invalid_handles()
     );
     if unknown > 0 {
         println!("stress: {name}: {unknown} errors named faults that were never injected");
@@ -299,5 +300,9 @@ fn account(name: &str, log: &FaultLog, runs: &[&stress::Stats]) -> bool {
             "stress: {name}: {swallowed} faults of records, enqueues, waits or creations were absorbed: UNACCOUNTED"
         );
     }
-    released && unknown == 0 && swallowed == 0
+    let stale = log.invalid_handles();
+    if stale > 0 {
+        println!("stress: {name}: {stale} calls named a handle already released: USE AFTER RELEASE");
+    }
+    released && unknown == 0 && swallowed == 0 && stale == 0
 }

@@ -209,6 +209,7 @@ pub struct FaultLog {
     allocations: AtomicI64,
     events: AtomicI64,
     streams: AtomicI64,
+    invalid_handles: AtomicU64,
 }
 
 impl FaultLog {
@@ -230,6 +231,14 @@ impl FaultLog {
     /// Every injection so far, in order.
     pub fn injections(&self) -> Vec<Injection> {
         self.injections.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Calls the wrapped device refused as naming a handle it does not
+    /// have ([`ErrorKind::InvalidHandle`]): an event, stream or allocation
+    /// used after its release. Zero for a caller that keeps the trait's
+    /// contract.
+    pub fn invalid_handles(&self) -> u64 {
+        self.invalid_handles.load(Ordering::SeqCst)
     }
 
     /// Allocations, events and streams created through the device and not
@@ -341,6 +350,16 @@ impl<D: Device> Faulty<D> {
         self.check(FaultSite::Synchronize, call)
     }
 
+    /// Notes a call the wrapped device refused for its handle.
+    fn seen<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result
+            && e.kind == ErrorKind::InvalidHandle
+        {
+            self.log.invalid_handles.fetch_add(1, Ordering::SeqCst);
+        }
+        result
+    }
+
     fn counted<T>(counter: &AtomicI64, by: i64, result: Result<T>) -> Result<T> {
         if result.is_ok() {
             counter.fetch_add(by, Ordering::SeqCst);
@@ -379,18 +398,18 @@ impl<D: Device> Device for Faulty<D> {
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        Self::counted(&self.log.streams, -1, unsafe { self.inner.destroy_stream(stream) })
+        Self::counted(&self.log.streams, -1, self.seen(unsafe { self.inner.destroy_stream(stream) }))
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        self.after("synchronize_stream", unsafe { self.inner.synchronize_stream(stream) })
+        self.after("synchronize_stream", self.seen(unsafe { self.inner.synchronize_stream(stream) }))
     }
 
     unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.check(FaultSite::Query, "query_stream")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.query_stream(stream) }
+        self.seen(unsafe { self.inner.query_stream(stream) })
     }
 
     fn create_event(&self) -> Result<EventId> {
@@ -410,40 +429,40 @@ impl<D: Device> Device for Faulty<D> {
 
     unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.complete_user_event(event) }
+        self.seen(unsafe { self.inner.complete_user_event(event) })
     }
 
     unsafe fn destroy_event(&self, event: EventId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        Self::counted(&self.log.events, -1, unsafe { self.inner.destroy_event(event) })
+        Self::counted(&self.log.events, -1, self.seen(unsafe { self.inner.destroy_event(event) }))
     }
 
     unsafe fn record_event(&self, event: EventId, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Record, "record_event")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.record_event(event, stream) }
+        self.seen(unsafe { self.inner.record_event(event, stream) })
     }
 
     unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         self.check(FaultSite::Query, "query_event")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.query_event(event) }
+        self.seen(unsafe { self.inner.query_event(event) })
     }
 
     unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        self.after("synchronize_event", unsafe { self.inner.synchronize_event(event) })
+        self.after("synchronize_event", self.seen(unsafe { self.inner.synchronize_event(event) }))
     }
 
     unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.elapsed_ms(start, end) }
+        self.seen(unsafe { self.inner.elapsed_ms(start, end) })
     }
 
     unsafe fn stream_wait_event(&self, stream: StreamId, event: EventId) -> Result<()> {
         self.check(FaultSite::Wait, "stream_wait_event")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.stream_wait_event(stream, event) }
+        self.seen(unsafe { self.inner.stream_wait_event(stream, event) })
     }
 
     fn alloc_device(&self, bytes: usize) -> Result<AllocId> {
@@ -458,29 +477,29 @@ impl<D: Device> Device for Faulty<D> {
 
     unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.pinned_ptr(alloc) }
+        self.seen(unsafe { self.inner.pinned_ptr(alloc) })
     }
 
     unsafe fn alloc_size(&self, alloc: AllocId) -> Result<usize> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.alloc_size(alloc) }
+        self.seen(unsafe { self.inner.alloc_size(alloc) })
     }
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        Self::counted(&self.log.allocations, -1, unsafe { self.inner.free(alloc) })
+        Self::counted(&self.log.allocations, -1, self.seen(unsafe { self.inner.free(alloc) }))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "copy_h2d")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.copy_h2d(src, dst, stream) }
+        self.seen(unsafe { self.inner.copy_h2d(src, dst, stream) })
     }
 
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "copy_d2h")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.copy_d2h(src, dst, stream) }
+        self.seen(unsafe { self.inner.copy_d2h(src, dst, stream) })
     }
 
     unsafe fn copy_h2d_sync(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
@@ -499,13 +518,13 @@ impl<D: Device> Device for Faulty<D> {
     unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "copy_d2d")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.copy_d2d(src, dst, stream) }
+        self.seen(unsafe { self.inner.copy_d2d(src, dst, stream) })
     }
 
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "fill_u32")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.fill_u32(dst, pattern, stream) }
+        self.seen(unsafe { self.inner.fill_u32(dst, pattern, stream) })
     }
 
     fn as_peer(&self) -> &dyn std::any::Any {
@@ -551,7 +570,7 @@ impl<D: Device> Device for Faulty<D> {
     ) -> Result<()> {
         self.check(FaultSite::Enqueue, "launch")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.launch(kernel, config, args, stream) }
+        self.seen(unsafe { self.inner.launch(kernel, config, args, stream) })
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {

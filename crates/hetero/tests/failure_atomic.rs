@@ -271,6 +271,7 @@ fn every_failed_call_is_an_error_and_leaves_nothing_behind() {
             assert_eq!(injected, 1, "{site:?} call {k}");
             let live = log.released_within(Duration::from_secs(10));
             assert_eq!(live.total(), 0, "{site:?} call {k}: left behind {live:?} ({errors:?})");
+            assert_eq!(log.invalid_handles(), 0, "{site:?} call {k}: a handle was used after its release");
             failed += errors.len();
         }
     }

@@ -173,3 +173,71 @@ fn marks_and_retired_allocations_are_given_back_once() {
         assert_eq!(ctx.deferred_frees(), 0);
     });
 }
+
+/// Invariant (completion waker, `safe/completion.rs`, the `Waiter`
+/// invariant): once a dropped future's entry is cancelled, no pass of the
+/// waker thread queries its event, so the event may be destroyed at once.
+/// Threads register futures on events held back by a gate, poll them once
+/// and drop them and their events while the waker passes over them; the
+/// device (wrapped to count it) must never be asked about a destroyed
+/// event. Also: callbacks of one stream run once each, in their order.
+/// Fails when a cancellation does not wait out a pass that saw its entry.
+#[test]
+fn the_waker_never_asks_about_a_cancelled_futures_event() {
+    use std::future::Future;
+    use std::task::{Context as TaskContext, Waker};
+
+    use hetero::faults::{FaultPlan, Faulty};
+
+    // The random scheduler only: the waker polls until a gate opens, and
+    // PCT can keep the thread that would open it from ever running.
+    shuttle::check_random(
+        || {
+            let device = Faulty::new(HostDevice::new(), FaultPlan::none());
+            let log = device.log();
+            let ctx = Context::new(device);
+            let gate = Arc::new(ctx.user_event().unwrap());
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let mut handles = Vec::new();
+            for t in 0..2u32 {
+                let (ctx, gate, order) = (ctx.clone(), Arc::clone(&gate), Arc::clone(&order));
+                handles.push(shuttle::thread::spawn(move || {
+                    let stream = ctx.stream().unwrap();
+                    stream.wait(&*gate).unwrap();
+                    for i in 0..2u32 {
+                        let order = Arc::clone(&order);
+                        stream.then(move |r| order.lock().unwrap().push((t, i, r.is_ok()))).unwrap();
+                        let event = ctx.event().unwrap();
+                        stream.record(&event).unwrap();
+                        {
+                            let mut future = std::pin::pin!(event.wait_async());
+                            let pending =
+                                future.as_mut().poll(&mut TaskContext::from_waker(Waker::noop())).is_pending();
+                            assert!(pending, "the gate holds the event");
+                        }
+                        drop(event);
+                    }
+                    stream
+                }));
+            }
+            let streams: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+            gate.complete().unwrap();
+            for stream in &streams {
+                stream.synchronize().unwrap();
+            }
+            // The callbacks run on the waker thread once their marks complete.
+            while order.lock().unwrap().len() < 4 {
+                shuttle::thread::yield_now();
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+            let order = order.lock().unwrap().clone();
+            for t in 0..2u32 {
+                let mine: Vec<u32> = order.iter().filter(|(s, _, ok)| *s == t && *ok).map(|(_, i, _)| *i).collect();
+                assert_eq!(mine, [0, 1], "callbacks of stream {t}: {order:?}");
+            }
+            drop((streams, gate, ctx));
+            assert_eq!(log.invalid_handles(), 0, "the waker asked about a destroyed event");
+        },
+        ITERATIONS,
+    );
+}

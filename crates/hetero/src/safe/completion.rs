@@ -22,13 +22,14 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use super::shared::{Mark, Shared};
 use crate::device::{Device, EventId, StreamId};
 use crate::error::{Error, ErrorKind, Result};
+use crate::sync::{Builder, Condvar, Mutex, MutexGuard, yield_now};
 
 /// What to do when an entry's event completes.
 enum Then {
@@ -146,16 +147,14 @@ impl<D: Device> Waiter<D> {
         if !queue.running {
             let weak = Arc::downgrade(shared);
             let waiter = Arc::clone(waiter);
-            std::thread::Builder::new().name("hetero-waker".into()).spawn(move || run(&weak, &waiter)).map_err(
-                |e| {
-                    Error::new(
-                        shared.info().backend,
-                        "completion",
-                        ErrorKind::Driver,
-                        format!("could not start the waker thread: {e}"),
-                    )
-                },
-            )?;
+            Builder::new().name("hetero-waker".into()).spawn(move || run(&weak, &waiter)).map_err(|e| {
+                Error::new(
+                    shared.info().backend,
+                    "completion",
+                    ErrorKind::Driver,
+                    format!("could not start the waker thread: {e}"),
+                )
+            })?;
             queue.running = true;
         }
         let key = queue.next_key;
@@ -175,6 +174,32 @@ impl<D: Device> Waiter<D> {
             waiter.signal.notify_all();
         }
         Ok(key)
+    }
+
+    /// Sleeps for `nap` unless there is news, waking for a registration.
+    #[cfg(not(hetero_shuttle))]
+    fn nap(&self, nap: Duration) {
+        let mut queue = self.lock();
+        if !queue.news && !queue.shutdown {
+            queue.asleep = true;
+            let (mut queue, _) = self.signal.wait_timeout(queue, nap).unwrap_or_else(PoisonError::into_inner);
+            queue.asleep = false;
+        }
+    }
+
+    /// Under the model checker, whose timed waits never time out: yields
+    /// for `nap` unless there is news, so that the thread goes on polling.
+    #[cfg(hetero_shuttle)]
+    fn nap(&self, nap: Duration) {
+        let until = Instant::now() + nap;
+        while Instant::now() < until {
+            let queue = self.lock();
+            if queue.news || queue.shutdown {
+                return;
+            }
+            drop(queue);
+            yield_now();
+        }
     }
 
     /// Removes an entry that is no longer wanted (a dropped future); once
@@ -238,16 +263,10 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
             // once per POLL_GAP (its calls take locks the enqueuing threads need).
             let pass_ended = Instant::now();
             while pass_ended.elapsed() < POLL_GAP {
-                std::thread::yield_now();
+                yield_now();
             }
         } else {
-            let nap = (waited / 8).clamp(MIN_SLEEP, MAX_SLEEP);
-            let mut queue = waiter.lock();
-            if !queue.news && !queue.shutdown {
-                queue.asleep = true;
-                let (mut queue, _) = waiter.signal.wait_timeout(queue, nap).unwrap_or_else(PoisonError::into_inner);
-                queue.asleep = false;
-            }
+            waiter.nap((waited / 8).clamp(MIN_SLEEP, MAX_SLEEP));
         }
     }
 }
