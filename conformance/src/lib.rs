@@ -9,6 +9,7 @@
 //! them and prints a table; [`report`] is the JSON it writes.
 
 pub mod check;
+pub mod cli;
 pub mod clock;
 pub mod compare;
 pub mod document;
