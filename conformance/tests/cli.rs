@@ -385,6 +385,7 @@ fn workload_options() {
             "pageable-streams-3",
             "graph-3",
             "framework-2",
+            "library",
             "sync",
             "stream-sync",
             "event-sync",

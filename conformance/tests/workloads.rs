@@ -28,7 +28,7 @@ fn results(backend: Backend, workload: Workload) -> Option<Vec<ResultRecord>> {
 #[rstest]
 #[case::reduce(Workload::Reduce, &["two-pass-256", "two-pass-192", "atomic-256", "library"])]
 #[case::scan(Workload::Scan, &["block-256", "block-192", "single-pass"])]
-#[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4", "graph-1", "graph-4", "framework-4"])]
+#[case::pull(Workload::Pull, &["streams-1", "streams-4", "threads-4", "graph-1", "graph-4", "framework-4", "library"])]
 #[case::wave(
     Workload::Wave,
     &["sync", "stream-sync", "event-sync", "graph", "balanced-sync", "balanced-stream-sync", "balanced-event-sync", "balanced-graph"]

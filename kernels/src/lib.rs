@@ -41,7 +41,8 @@
 pub const REDUCE: &str = include_str!("portable/reduce.kern");
 /// Exclusive prefix sum of u32: `scan_tile_sums` and `scan_tiles`.
 pub const SCAN: &str = include_str!("portable/scan.kern");
-/// Jet pull vectors, one block per jet: `pull_jets`, and `pull_jets_packed` over one packed buffer.
+/// Jet pull vectors, one block per jet: `pull_jets`, and `pull_jets_packed` over one packed buffer;
+/// `pull_terms` writes each constituent's summands for a segmented sum instead.
 pub const PULL: &str = include_str!("portable/pull.kern");
 /// 2D wave equation time step with source injection: `wave_step`, and
 /// `wave_rows` for a range of rows of it.
@@ -351,7 +352,7 @@ mod tests {
         let check = |src: &str, expect: &[&str]| assert_eq!(kernel_names(src), expect);
         check(REDUCE, &["reduce_partial", "reduce_atomic"]);
         check(SCAN, &["scan_tile_sums", "scan_tiles"]);
-        check(PULL, &["pull_jets", "pull_jets_packed"]);
+        check(PULL, &["pull_jets", "pull_jets_packed", "pull_terms"]);
         check(WAVE, &["wave_step", "wave_rows"]);
         check(UTIL, &["affine_u32"]);
         check(BANDWIDTH, &["stream_copy", "stream_mul", "stream_add", "stream_triad", "stream_dot"]);

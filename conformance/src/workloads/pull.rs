@@ -540,7 +540,90 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     for outcome in &mut outcomes {
         outcome.metrics.insert("block".into(), f64::from(block(&kernel)));
     }
+    outcomes.push(library(env, &collisions)?);
     Ok(outcomes)
+}
+
+/// The variant `library`: every jet at once, its sums through
+/// `hetero::algorithms` as a downstream crate would write them without a
+/// kernel of its own for them: an exclusive scan of the counts (with a
+/// zero after them) gives the jets' `n + 1` offsets, `pull_terms` writes
+/// each constituent's two summands, and two segmented sums by those
+/// offsets give the pull vectors. Device time from after the uploads to
+/// the end of the sums. The library sums a jet in an order of its own, so
+/// the tolerance is the sequential sum's, the widest any order needs.
+fn library(env: &Env<'_>, c: &Collisions) -> Result<Outcome, Failure> {
+    use hetero::algorithms::{Algorithms, ReduceOp, ScanKind};
+
+    let (ctx, clock) = (env.ctx, env.clock);
+    let stream = ctx.stream()?;
+    let algorithms = Algorithms::new(ctx);
+    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_terms")?;
+    let (jets, n) = (c.counts.len(), c.constituent[0].len());
+    let mut counts = c.counts.clone();
+    counts.push(0);
+    let counts = stream.upload(&counts)?;
+    let jet: Vec<DeviceBuffer<f32>> = c.jet.iter().map(|v| stream.upload(v)).collect::<Result<_, _>>()?;
+    let constituent: Vec<DeviceBuffer<f32>> =
+        c.constituent.iter().map(|v| stream.upload(v)).collect::<Result<_, _>>()?;
+    let mut offsets = ctx.alloc::<u32>(jets + 1)?;
+    let (mut tx, mut ty) = (ctx.alloc::<f32>(n)?, ctx.alloc::<f32>(n)?);
+    let (mut px, mut py) = (ctx.alloc::<f32>(jets)?, ctx.alloc::<f32>(jets)?);
+    let threads = kernel.block_size(BlockRequest::new(THREADS));
+    let blocks = (jets as u32).clamp(1, 1 << 14);
+    let mut sums = || -> Result<(), hetero::Error> {
+        algorithms.scan(&stream, &counts, &mut offsets, ScanKind::Exclusive)?;
+        {
+            let (tx, ty) = (tx.slice_mut(..)?, ty.slice_mut(..)?);
+            // SAFETY: pull_terms reads jets[0..n_jets) of the jet arrays and
+            // offsets[0..=n_jets), and constituents (and writes tx, ty) in
+            // offsets[j]..offsets[j + 1], all within 0..n: the offsets are
+            // the counts' exclusive sums, which end at n.
+            unsafe {
+                stream.launch(
+                    &kernel,
+                    LaunchConfig::linear(blocks, threads, 0),
+                    &[
+                        (&constituent[0]).into(),
+                        (&constituent[1]).into(),
+                        (&constituent[2]).into(),
+                        (&offsets).into(),
+                        (&jet[0]).into(),
+                        (&jet[1]).into(),
+                        (&jet[2]).into(),
+                        (&tx).into(),
+                        (&ty).into(),
+                        (jets as u32).into(),
+                    ],
+                )?;
+            }
+        }
+        for (terms, out) in [(&tx, &mut px), (&ty, &mut py)] {
+            // SAFETY: the offsets are n_jets + 1 non-decreasing sums of the
+            // counts, the last n, the terms' length.
+            unsafe { algorithms.segmented_reduce_on_device(&stream, terms, &offsets, ReduceOp::Sum, out)? };
+        }
+        Ok(())
+    };
+    // Untimed first run: the library builds its kernels on first use.
+    sums()?;
+    let (start, stop) = (ctx.event()?, ctx.event()?);
+    stream.synchronize()?;
+    let since = Instant::now();
+    stream.record(&start)?;
+    sums()?;
+    stream.record(&stop)?;
+    stop.synchronize()?;
+    let ms = clock.elapsed_ms(&start, &stop, since)?;
+    let (x, y) = (stream.download(&px)?, stream.download(&py)?);
+    let got: Vec<f32> = x.iter().zip(&y).flat_map(|(x, y)| [*x, *y]).collect();
+    env.dump(Workload::Pull, "library_pull", &[jets as u64, 2], &got)?;
+    let (expect, tolerance) = reference(c, 1);
+    let verdict = elementwise(&got, &expect, |i| tolerance[i]);
+    Ok(Outcome::new("library", verdict, Some(ms))
+        .with_output(super::Output::F32(got))
+        .metric("events", c.events.len() as f64)
+        .metric("jets_per_s", jets as f64 / (ms * 1e-3)))
 }
 
 /// Concurrent tasks per host thread in the framework-style variant.

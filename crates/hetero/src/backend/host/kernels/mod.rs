@@ -69,6 +69,20 @@ pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
                 .scalar::<u32>(),
         ),
         (
+            PULL,
+            k("pull_terms", pull::pull_terms)
+                .slice::<f32>()
+                .slice::<f32>()
+                .slice::<f32>()
+                .slice::<u32>()
+                .slice::<f32>()
+                .slice::<f32>()
+                .slice::<f32>()
+                .slice_mut::<f32>()
+                .slice_mut::<f32>()
+                .scalar::<u32>(),
+        ),
+        (
             WAVE,
             k("wave_rows", wave::wave_rows)
                 .slice::<f32>()

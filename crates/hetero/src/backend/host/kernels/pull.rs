@@ -1,4 +1,4 @@
-//! `pull_jets` and `pull_jets_packed` of `pull.kern`.
+//! `pull_jets`, `pull_jets_packed` and `pull_terms` of `pull.kern`.
 
 use std::f32::consts::PI;
 
@@ -38,6 +38,33 @@ pub(super) fn pull_jets_packed(block: &Block, args: &Args) -> Fault<()> {
     let jets = [(&packed, at(0)?), (&packed, at(1)?), (&packed, at(2)?)];
     let constituents = [(&packed, at(3)?), (&packed, at(4)?), (&packed, at(5)?)];
     pull_block(block, constituents, &offsets, jets, &pull, n_jets, n_constituents)
+}
+
+pub(super) fn pull_terms(block: &Block, args: &Args) -> Fault<()> {
+    let (c_pt, c_eta, c_phi) = (args.slice::<f32>(0)?, args.slice::<f32>(1)?, args.slice::<f32>(2)?);
+    let offsets = args.slice::<u32>(3)?;
+    let (jet_pt, jet_eta, jet_phi) = (args.slice::<f32>(4)?, args.slice::<f32>(5)?, args.slice::<f32>(6)?);
+    let (tx, ty) = (args.slice_mut::<f32>(7)?, args.slice_mut::<f32>(8)?);
+    let n_jets = args.u32(9)? as usize;
+    let (threads, stride) = (block.threads(), block.grid[0] as usize);
+    let mut jet = block.idx[0] as usize;
+    while jet < n_jets {
+        let (begin, end) = (offsets.get(jet)? as usize, offsets.get(jet + 1)? as usize);
+        let (pt, eta, phi) = (jet_pt.get(jet)?, jet_eta.get(jet)?, jet_phi.get(jet)?);
+        for tid in 0..threads {
+            let mut c = begin + tid;
+            while c < end {
+                let de = c_eta.get(c)? - eta;
+                let dp = wrap_dphi(c_phi.get(c)? - phi);
+                let w = c_pt.get(c)? / pt * (de * de + dp * dp).sqrt();
+                tx.set(c, w * de)?;
+                ty.set(c, w * dp)?;
+                c += threads;
+            }
+        }
+        jet += stride;
+    }
+    Ok(())
 }
 
 /// `pull_block`: jet `block.idx[0]`'s pull vector.
