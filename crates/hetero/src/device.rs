@@ -599,6 +599,28 @@ pub trait Device: Send + Sync + 'static {
     /// # Safety
     /// Both handles must be owned by the caller.
     unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn std::any::Any, event: EventId) -> Result<()>;
+    /// As [`Device::stream_wait_peer_event`], except that a failure of the
+    /// recorded stream does not fail `stream`: later work waits until the
+    /// event is reached or can never be (its stream failed before it), and
+    /// then runs. The typed layer orders a far buffer's tracking after a
+    /// peer copy that only *reads* it this way: a read that failed is over
+    /// and leaves the far buffer and the far device's streams usable
+    /// (`a_failed_far_read_leaves_the_far_buffer_usable`). The default is
+    /// the plain wait, right where a fault never reaches another device's
+    /// streams (CUDA and HIP: it stays in its own device's context); the
+    /// host and OpenCL backends, whose waits carry failures, override it.
+    ///
+    /// # Safety
+    /// Both handles must be owned by the caller.
+    unsafe fn stream_wait_peer_settled(
+        &self,
+        stream: StreamId,
+        peer: &dyn std::any::Any,
+        event: EventId,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.stream_wait_peer_event(stream, peer, event) }
+    }
 
     /// Builds a module from portable kernel source (see `hetero-kernels`).
     /// `host_kernels` are Rust implementations of its kernels, which only

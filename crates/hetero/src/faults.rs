@@ -506,13 +506,13 @@ impl<D: Device> Device for Faulty<D> {
         self.check(FaultSite::Enqueue, "copy_h2d_sync")?;
         // SAFETY: the caller's contract, passed on; an injected failure
         // comes after the copy is done, as the contract allows.
-        self.after("copy_h2d_sync", unsafe { self.inner.copy_h2d_sync(src, dst, stream) })
+        self.after("copy_h2d_sync", self.seen(unsafe { self.inner.copy_h2d_sync(src, dst, stream) }))
     }
 
     unsafe fn copy_d2h_sync(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "copy_d2h_sync")?;
         // SAFETY: as in copy_h2d_sync.
-        self.after("copy_d2h_sync", unsafe { self.inner.copy_d2h_sync(src, dst, stream) })
+        self.after("copy_d2h_sync", self.seen(unsafe { self.inner.copy_d2h_sync(src, dst, stream) }))
     }
 
     unsafe fn copy_d2d(&self, src: DeviceRange, dst: DeviceRange, stream: StreamId) -> Result<()> {
@@ -538,13 +538,24 @@ impl<D: Device> Device for Faulty<D> {
     unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
         self.check(FaultSite::Enqueue, "copy_peer")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.copy_peer(src, dst, stream) }
+        self.seen(unsafe { self.inner.copy_peer(src, dst, stream) })
     }
 
     unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn std::any::Any, event: EventId) -> Result<()> {
         self.check(FaultSite::Wait, "stream_wait_peer_event")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.stream_wait_peer_event(stream, peer, event) }
+        self.seen(unsafe { self.inner.stream_wait_peer_event(stream, peer, event) })
+    }
+
+    unsafe fn stream_wait_peer_settled(
+        &self,
+        stream: StreamId,
+        peer: &dyn std::any::Any,
+        event: EventId,
+    ) -> Result<()> {
+        self.check(FaultSite::Wait, "stream_wait_peer_settled")?;
+        // SAFETY: the caller's contract, passed on.
+        self.seen(unsafe { self.inner.stream_wait_peer_settled(stream, peer, event) })
     }
 
     fn build_module(&self, source: &str, host_kernels: &[crate::host_kernel::HostKernel]) -> Result<ModuleId> {
@@ -553,12 +564,12 @@ impl<D: Device> Device for Faulty<D> {
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.kernel(module, name) }
+        self.seen(unsafe { self.inner.kernel(module, name) })
     }
 
     unsafe fn kernel_limits(&self, kernel: KernelId) -> Result<KernelLimits> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.kernel_limits(kernel) }
+        self.seen(unsafe { self.inner.kernel_limits(kernel) })
     }
 
     unsafe fn launch(
@@ -584,23 +595,23 @@ impl<D: Device> Device for Faulty<D> {
     unsafe fn create_graph(&self, nodes: &[GraphNode]) -> Result<GraphId> {
         self.check(FaultSite::Create, "create_graph")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.create_graph(nodes) }
+        self.seen(unsafe { self.inner.create_graph(nodes) })
     }
 
     unsafe fn update_graph(&self, graph: GraphId, nodes: &[GraphNode]) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.update_graph(graph, nodes) }
+        self.seen(unsafe { self.inner.update_graph(graph, nodes) })
     }
 
     unsafe fn launch_graph(&self, graph: GraphId, stream: StreamId) -> Result<()> {
         self.check(FaultSite::Enqueue, "launch_graph")?;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.launch_graph(graph, stream) }
+        self.seen(unsafe { self.inner.launch_graph(graph, stream) })
     }
 
     unsafe fn destroy_graph(&self, graph: GraphId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.inner.destroy_graph(graph) }
+        self.seen(unsafe { self.inner.destroy_graph(graph) })
     }
 }
 

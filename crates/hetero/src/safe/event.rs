@@ -115,6 +115,10 @@ pub trait Waitable<D: Device>: private::Sealed {
     /// The device and raw event.
     #[doc(hidden)]
     fn raw(&self) -> (&Arc<Shared<D>>, EventId);
+    /// Whether it is a [`UserEvent`] (a gate), which only streams of its
+    /// own device may wait on.
+    #[doc(hidden)]
+    fn is_gate(&self) -> bool;
 }
 
 mod private {
@@ -127,10 +131,18 @@ impl<D: Device> Waitable<D> for Event<D> {
     fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
         (&self.device, self.id)
     }
+
+    fn is_gate(&self) -> bool {
+        false
+    }
 }
 
 impl<D: Device> Waitable<D> for UserEvent<D> {
     fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
         (&self.device, self.id)
+    }
+
+    fn is_gate(&self) -> bool {
+        true
     }
 }

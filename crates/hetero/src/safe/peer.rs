@@ -32,7 +32,8 @@ use super::event::Waitable;
 use super::same_device;
 use super::shared::{Recycler, Shared, Spare};
 use super::stream::Stream;
-use super::tracker::Held;
+use super::tracker::{Access, Held};
+use crate::backend::peer::peer_gate_refused_on;
 use crate::device::{Device, EventId, PeerRange, PeerRoute, StreamFlags, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -83,12 +84,22 @@ fn bridge_for<D: Device>(far: &Shared<D>, waiter: StreamId) -> Result<Arc<Bridge
 }
 
 /// Records on `far`'s bridge for `near_stream` a mark that follows
-/// `near_event` (of `near`), and stores it as the uses in `held`.
+/// `near_event` (of `near`), and stores it as the uses in `held`, which
+/// are unlocked (one tracker's lock is never held while another's is
+/// taken, but in address order: `opposite_peer_copies_do_not_deadlock`).
+///
+/// A far use that only reads (`access`) is over when the copy is, also
+/// when the near stream failed before it: the bridge waits without taking
+/// on that failure ([`Device::stream_wait_peer_settled`]), so a failed far
+/// read leaves the far buffer and the far device's streams usable, as a
+/// failed read does on one device
+/// (`a_failed_far_read_leaves_the_far_buffer_usable`). A far write keeps
+/// the failure: what it left in the buffer is unknown.
 fn track_far<D: Device>(
     far: &Shared<D>,
     near: &D,
-    near_stream: StreamId,
-    near_event: EventId,
+    (near_stream, near_event): (StreamId, EventId),
+    access: Access,
     held: &mut Held<'_>,
 ) -> Result<()> {
     far.cross();
@@ -96,7 +107,12 @@ fn track_far<D: Device>(
     let mut spare = bridge.order.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: the bridge stream is far's and used under its order lock; the
     // event is a live mark of `near`, held by the caller for the call.
-    unsafe { far.stream_wait_peer_event(bridge.id, near.as_peer(), near_event) }?;
+    unsafe {
+        match access {
+            Access::Read => far.stream_wait_peer_settled(bridge.id, near.as_peer(), near_event),
+            Access::Write => far.stream_wait_peer_event(bridge.id, near.as_peer(), near_event),
+        }
+    }?;
     // SAFETY: as above.
     let mark = unsafe { far.mark_from(bridge.id, &mut spare) }?;
     held.lock();
@@ -208,8 +224,9 @@ impl<D: Device> Stream<D> {
         let near_mark = mark.clone();
         near_held.lock();
         near_held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark);
+        near_held.unlock();
         drop(spare);
-        let far_tracked = track_far(far_shared, &self.device, self.id, near_mark.id(), &mut far_held);
+        let far_tracked = track_far(far_shared, &self.device, (self.id, near_mark.id()), far.access, &mut far_held);
         self.device.recycle(near_mark);
         far_tracked.map_err(|e| self.settle_after(e))?;
         error.map_or(Ok(route), Err)
@@ -239,6 +256,10 @@ impl<D: Device> Stream<D> {
         }
         if device.info().backend != self.backend() {
             same_device(&self.device, device, "stream_wait_event")?;
+        }
+        if event.is_gate() {
+            // Refused here, so the device is only asked for what it can do.
+            return Err(peer_gate_refused_on(self.backend()));
         }
         self.device.cross();
         let peer: &D = device;

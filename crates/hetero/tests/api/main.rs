@@ -117,6 +117,9 @@ macro_rules! backend_tests {
             #[case::buffer_refused(peer::a_buffer_of_one_device_is_refused_on_the_other)]
             #[case::fault_reaches_the_other(peer::a_fault_on_one_device_reaches_the_other)]
             #[case::routes(peer::routes_are_named)]
+            #[case::opposite_copies(peer::opposite_peer_copies_do_not_deadlock)]
+            #[case::gated_copy_holds_no_other(peer::a_gated_peer_copy_holds_no_other_stream)]
+            #[case::failed_far_read(peer::a_failed_far_read_leaves_the_far_buffer_usable)]
             fn two_devices(#[case] body: fn(&hetero::Context, &hetero::Context)) {
                 if let Some((a, b)) = hetero::testing::context_pair_or_skip($backend).unwrap_or_else(|e| panic!("{e}"))
                 {

@@ -199,3 +199,102 @@ pub fn routes_are_named(a: &Context, b: &Context) {
     assert_eq!(a.peer_route(a).unwrap(), PeerRoute::Direct, "a device to itself is direct");
     assert!(!route.name().is_empty());
 }
+
+/// Two threads copy between the same two buffers in opposite roles, each
+/// on a stream of its own device, so that each one's near buffer is the
+/// other's far buffer. They deadlocked: a copy kept its near tracker locked
+/// while it took the far one, which the other thread held as its near one.
+/// No tracker's lock is held while another's is taken, but in one order.
+pub fn opposite_peer_copies_do_not_deadlock(a: &Context, b: &Context) {
+    const N: usize = 4096;
+    let rounds = if a.info().backend == hetero::Backend::Host { 4000 } else { 400 };
+    let (a, b) = (a.clone(), b.clone());
+    within(120, "opposite peer copies from two threads", move || {
+        let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+        let mut y_a = sa.alloc_zeros::<u32>(N).unwrap();
+        let x_b = sb.upload(&(0..N as u32).collect::<Vec<_>>()).unwrap();
+        {
+            let (mut y1, mut y2) = y_a.slice_mut(..).unwrap().split_at_mut(N / 2).unwrap();
+            let (x1, x2) = x_b.slice(..).unwrap().split_at(N / 2).unwrap();
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for _ in 0..rounds {
+                        sa.copy_peer(x1, y1.reborrow()).unwrap();
+                    }
+                });
+                s.spawn(|| {
+                    for _ in 0..rounds {
+                        sb.copy_peer(x2, y2.reborrow()).unwrap();
+                    }
+                });
+            });
+        }
+        let got = sa.download(&y_a).unwrap();
+        assert!(got.iter().enumerate().all(|(i, &v)| v == i as u32), "both halves arrived");
+    });
+}
+
+/// A peer copy held behind a gate on one stream holds nothing else: a copy
+/// between other buffers on another stream of the same device completes.
+/// On OpenCL every staged copy's far half went through one in-order queue
+/// per device, so the second copy waited for the gate.
+pub fn a_gated_peer_copy_holds_no_other_stream(a: &Context, b: &Context) {
+    let (a, b) = (a.clone(), b.clone());
+    within(30, "a peer copy on a stream beside a gated one", move || {
+        let (a1, a2) = (a.stream().unwrap(), a.stream().unwrap());
+        let sb = b.stream().unwrap();
+        for pull in [true, false] {
+            let gate = a.user_event().unwrap();
+            let (x_b, u_b) = (sb.upload(&[1u32; 1024]).unwrap(), sb.upload(&[2u32; 1024]).unwrap());
+            let (mut y_a, mut v_a) = (a1.alloc_zeros::<u32>(1024).unwrap(), a2.alloc_zeros::<u32>(1024).unwrap());
+            let (mut x_b, mut u_b) = (x_b, u_b);
+            a1.wait(&gate).unwrap();
+            if pull {
+                a1.copy_peer(&x_b, &mut y_a).unwrap();
+                a2.copy_peer(&u_b, &mut v_a).unwrap();
+            } else {
+                a1.copy_peer(&y_a, &mut x_b).unwrap();
+                a2.copy_peer(&v_a, &mut u_b).unwrap();
+            }
+            let started = std::time::Instant::now();
+            a2.synchronize().unwrap();
+            assert!(!a1.query().unwrap(), "the gated stream is still held");
+            gate.complete().unwrap();
+            a1.synchronize().unwrap();
+            let (first, second) = if pull {
+                (a1.download(&y_a).unwrap(), a2.download(&v_a).unwrap())
+            } else {
+                (sb.download(&x_b).unwrap(), sb.download(&u_b).unwrap())
+            };
+            let want = if pull { (1, 2) } else { (0, 0) };
+            assert!(first.iter().all(|&v| v == want.0) && second.iter().all(|&v| v == want.1), "pull {pull}");
+            assert!(started.elapsed() < Duration::from_secs(30));
+        }
+    });
+}
+
+/// A far buffer that only a faulted stream read stays usable on its own
+/// device. The bridge's mark of the far read took on the near stream's
+/// fault: a later write of the far buffer on a healthy far stream waited
+/// for it and failed with that fault (4 to 20 times in 20, by load), and
+/// the buffer could never be read again. Host only: it faults on demand.
+pub fn a_failed_far_read_leaves_the_far_buffer_usable(a: &Context, b: &Context) {
+    if a.info().backend != hetero::Backend::Host {
+        return;
+    }
+    let kernel = host_saxpy(a, reads_past_the_end);
+    for round in 0..20 {
+        let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+        let mut far_src = sb.upload(&[5u32; 256]).unwrap();
+        sb.synchronize().unwrap();
+        let x = sa.upload(&[1.0f32; 64]).unwrap();
+        let mut y = sa.alloc_zeros::<f32>(64).unwrap();
+        let mut dst = sa.alloc_zeros::<u32>(256).unwrap();
+        launch_saxpy(&sa, &kernel, &x, &mut y);
+        sa.copy_peer(&far_src, &mut dst).unwrap();
+        assert_eq!(sa.synchronize().unwrap_err().kind, ErrorKind::KernelFault, "round {round}");
+        sb.fill(&mut far_src, 1).unwrap_or_else(|e| panic!("round {round}: the far fill failed: {e}"));
+        let got = sb.download(&far_src).unwrap_or_else(|e| panic!("round {round}: the far read failed: {e}"));
+        assert!(got.iter().all(|&v| v == 1), "round {round}");
+    }
+}

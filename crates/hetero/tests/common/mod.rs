@@ -157,6 +157,15 @@ impl Device for Wrapped {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.stream_wait_peer_event(stream, inner_of(peer)?, event) }
     }
+    unsafe fn stream_wait_peer_settled(
+        &self,
+        stream: StreamId,
+        peer: &dyn std::any::Any,
+        event: EventId,
+    ) -> Result<()> {
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { self.inner.stream_wait_peer_settled(stream, inner_of(peer)?, event) }
+    }
     fn build_module(&self, source: &str, host_kernels: &[hetero::host_kernel::HostKernel]) -> Result<ModuleId> {
         self.inner.build_module(source, host_kernels)
     }

@@ -48,6 +48,33 @@ impl std::fmt::Debug for HostDevice {
 }
 
 impl HostDevice {
+    /// Queues on `stream` a wait for `event` of `peer`: the worker blocks,
+    /// not the caller. With `inherit`, a failure of the recorded stream
+    /// becomes this stream's failure; without, the wait only ends.
+    fn wait_peer(
+        &self,
+        call: &'static str,
+        stream: StreamId,
+        peer: &dyn Any,
+        event: EventId,
+        inherit: bool,
+    ) -> Result<()> {
+        let peer = peer_of::<HostDevice>(Backend::Host, call, peer)?;
+        let ev = peer.event(call, event)?;
+        if ev.is_user() && !std::ptr::eq(self, peer) {
+            return Err(peer_gate_refused_on(Backend::Host));
+        }
+        let generation = ev.current();
+        self.enqueue(
+            call,
+            stream,
+            Box::new(move || {
+                let reached = ev.wait_for(generation);
+                if inherit { reached } else { Ok(()) }
+            }),
+        )
+    }
+
     /// The host CPU as device number 0.
     pub fn new() -> Self {
         Self::with_ordinal(0)
@@ -386,15 +413,11 @@ impl Device for HostDevice {
     }
 
     unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
-        let peer = peer_of::<HostDevice>(Backend::Host, "stream_wait_peer_event", peer)?;
-        let ev = peer.event("stream_wait_peer_event", event)?;
-        if ev.is_user() && !std::ptr::eq(self, peer) {
-            return Err(peer_gate_refused_on(Backend::Host));
-        }
-        let generation = ev.current();
-        // The worker blocks, not the caller; a failure of the recorded
-        // stream becomes this stream's failure.
-        self.enqueue("stream_wait_peer_event", stream, Box::new(move || ev.wait_for(generation)))
+        self.wait_peer("stream_wait_peer_event", stream, peer, event, true)
+    }
+
+    unsafe fn stream_wait_peer_settled(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
+        self.wait_peer("stream_wait_peer_settled", stream, peer, event, false)
     }
 
     fn build_module(&self, source: &str, host_kernels: &[HostKernel]) -> Result<ModuleId> {

@@ -17,7 +17,7 @@ use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
 use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
-use super::event::{self, ClEvent, is_complete};
+use super::event::{self, Bridged, ClEvent, is_complete};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{ClMemory, Staging, View};
 use super::module::{self, ClKernel};
@@ -57,10 +57,15 @@ pub struct OpenClDevice {
     /// `cl_khr_command_buffer`, where the device has it and graphs may use
     /// it ([`graph::GRAPHS_ENV`]).
     command_buffers: Option<CommandBuffers>,
-    /// The queue for this device's half of staged peer copies that run on
-    /// another device's stream; made at the first.
-    peer_queue: Mutex<Option<Arc<ClStream>>>,
+    /// The queues for this device's halves of staged peer copies that run
+    /// on another device's streams: one per such (near) stream, made at its
+    /// first copy, so that a copy held on one stream holds no other
+    /// stream's copies (`a_gated_peer_copy_holds_no_other_stream`).
+    peer_queues: Mutex<Vec<(StreamId, Arc<ClStream>)>>,
 }
+
+/// Peer queues a device keeps (one per near stream) before it lets idle ones go.
+const MAX_PEER_QUEUES: usize = 16;
 
 impl std::fmt::Debug for OpenClDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,39 +148,47 @@ impl OpenClDevice {
             kernels: Handles::new(Backend::OpenCl, "kernel"),
             graphs: Handles::new(Backend::OpenCl, "graph"),
             command_buffers,
-            peer_queue: Mutex::new(None),
+            peer_queues: Mutex::new(Vec::new()),
         })
     }
 
-    /// The queue for this device's half of staged peer copies.
-    fn peer_queue(&self) -> Result<Arc<ClStream>> {
-        let mut queue = self.peer_queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(queue) = queue.as_ref() {
+    /// The queue for this device's halves of staged peer copies made on
+    /// `near`, a stream of another device (stream ids are unique in the
+    /// process). Past [`MAX_PEER_QUEUES`], queues no copy is enqueueing on
+    /// go: their queued commands still run, and a copy's halves are ordered
+    /// through its near stream, never through this queue's order.
+    fn peer_queue(&self, near: StreamId) -> Result<Arc<ClStream>> {
+        let mut queues = self.peer_queues.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, queue)) = queues.iter().find(|(id, _)| *id == near) {
             return Ok(Arc::clone(queue));
         }
+        if queues.len() >= MAX_PEER_QUEUES {
+            queues.retain(|(_, queue)| Arc::strong_count(queue) > 1);
+        }
         let made = ClStream::new(&self.context, false, &self.queues)?;
-        *queue = Some(Arc::clone(&made));
+        queues.push((near, Arc::clone(&made)));
         Ok(made)
     }
 
     /// A copy from `source` (of device `from`) to `target` (of `to`)
-    /// through host memory, on `queue` of this device, one of the two: the
-    /// read runs on the source's side, the write on the destination's,
-    /// the other device's half on its peer queue, each half waiting for
+    /// through host memory, on `queue` (stream `near`) of this device, one
+    /// of the two: the read runs on the source's side, the write on the
+    /// destination's, the other device's half on its peer queue for `near`
+    /// ([`OpenClDevice::peer_queue`]), each half waiting for
     /// the one before through a [`event::bridge`]. `queue` then follows
     /// the write. On an error after a half was enqueued, both queues are
     /// finished before it returns (nothing still uses the memory).
     #[allow(clippy::too_many_arguments)]
     fn staged_copy(
         &self,
-        queue: &ClStream,
+        (near, queue): (StreamId, &ClStream),
         (from, source, src): (&OpenClDevice, View, DeviceRange),
         (to, target, dst): (&OpenClDevice, View, DeviceRange),
     ) -> Result<()> {
         let mut staging = Staging::new(src.len)?;
         let bytes = staging.ptr();
         let pull = std::ptr::eq(self, to);
-        let theirs = if pull { from.peer_queue()? } else { to.peer_queue()? };
+        let theirs = if pull { from.peer_queue(near)? } else { to.peer_queue(near)? };
         let read = |on: &ClStream| {
             // SAFETY: the range lies in the buffer (checked by the caller);
             // the staging bytes live until the last command using them
@@ -214,18 +227,18 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                theirs.defer_wait(event::bridge(&here, &from.context)?);
+                theirs.defer_wait(event::bridge(&here, &from.context, Bridged::Inherit)?);
                 let done = read(&theirs)?;
                 last = Some(Arc::clone(&done));
-                queue.defer_wait(event::bridge(&done, &self.context)?);
+                queue.defer_wait(event::bridge(&done, &self.context, Bridged::Inherit)?);
                 last = Some(write(queue)?);
             } else {
                 let done = read(queue)?;
                 last = Some(Arc::clone(&done));
-                theirs.defer_wait(event::bridge(&done, &to.context)?);
+                theirs.defer_wait(event::bridge(&done, &to.context, Bridged::Inherit)?);
                 let written = write(&theirs)?;
                 last = Some(Arc::clone(&written));
-                queue.defer_wait(event::bridge(&written, &self.context)?);
+                queue.defer_wait(event::bridge(&written, &self.context, Bridged::Inherit)?);
                 queue.recording(false)?;
                 queue.flush()?;
             }
@@ -243,6 +256,33 @@ impl OpenClDevice {
             None => drop(staging),
         }
         outcome
+    }
+
+    /// Makes `stream` wait for `event` of `peer` (this device or another),
+    /// across contexts through a [`event::bridge`] of kind `kind`.
+    fn wait_peer(
+        &self,
+        call: &'static str,
+        stream: StreamId,
+        peer: &dyn Any,
+        event: EventId,
+        kind: Bridged,
+    ) -> Result<()> {
+        let peer = peer_of::<Self>(Backend::OpenCl, call, peer)?;
+        if std::ptr::eq(self, peer) && kind == Bridged::Inherit {
+            // SAFETY: the caller's contract.
+            return unsafe { self.stream_wait_event(stream, event) };
+        }
+        let queue = self.queue(call, stream)?;
+        let slot = peer.events.get(call, event.0)?;
+        if slot.user {
+            return Err(peer_gate_refused_on(Backend::OpenCl));
+        }
+        // `current` flushed the event's queue, so the callback will come.
+        if let Some(recorded) = slot.current()? {
+            queue.defer_wait(event::bridge(&recorded, &self.context, kind)?);
+        }
+        Ok(())
     }
 
     fn queue(&self, call: &'static str, id: StreamId) -> Result<Arc<ClStream>> {
@@ -864,27 +904,17 @@ impl Device for OpenClDevice {
         let target = to.device_range("copy_peer", dst.range)?;
         let queue = self.queue("copy_peer", stream)?;
         if src.range.len > 0 {
-            self.staged_copy(&queue, (from, source, src.range), (to, target, dst.range))?;
+            self.staged_copy((stream, &queue), (from, source, src.range), (to, target, dst.range))?;
         }
         Ok(PeerRoute::Staged)
     }
 
     unsafe fn stream_wait_peer_event(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
-        let peer = peer_of::<Self>(Backend::OpenCl, "stream_wait_peer_event", peer)?;
-        if std::ptr::eq(self, peer) {
-            // SAFETY: the caller's contract.
-            return unsafe { self.stream_wait_event(stream, event) };
-        }
-        let queue = self.queue("stream_wait_peer_event", stream)?;
-        let slot = peer.events.get("stream_wait_peer_event", event.0)?;
-        if slot.user {
-            return Err(peer_gate_refused_on(Backend::OpenCl));
-        }
-        // `current` flushed the event's queue, so the callback will come.
-        if let Some(recorded) = slot.current()? {
-            queue.defer_wait(event::bridge(&recorded, &self.context)?);
-        }
-        Ok(())
+        self.wait_peer("stream_wait_peer_event", stream, peer, event, Bridged::Inherit)
+    }
+
+    unsafe fn stream_wait_peer_settled(&self, stream: StreamId, peer: &dyn Any, event: EventId) -> Result<()> {
+        self.wait_peer("stream_wait_peer_settled", stream, peer, event, Bridged::Settled)
     }
 
     fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
@@ -988,7 +1018,7 @@ impl Drop for OpenClDevice {
         for stream in self.streams.take_all() {
             let _ = stream.finish();
         }
-        if let Some(queue) = self.peer_queue.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+        for (_, queue) in self.peer_queues.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
             let _ = queue.finish();
         }
     }
