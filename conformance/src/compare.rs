@@ -92,8 +92,13 @@ fn key(run: &Run, r: &ResultRecord) -> Key {
 }
 
 /// Whether a run of `schema`, `size` and `seed` can be compared with
-/// `old`; the error says why not. `conform --against` asks before it runs.
+/// `old`, which must hold results; the error says why not. `conform
+/// --against` asks before it runs, so that no finished run is lost to a
+/// comparison that could never be made.
 pub fn comparable(old: &Report, schema: u32, size: crate::workloads::Size, seed: u64) -> Result<(), String> {
+    if !has_results(old) {
+        return Err("the old report has no results: compare with a report of a run that checked something".into());
+    }
     if old.schema_version != schema {
         return Err(format!(
             "the reports have schema versions {} and {schema}: rerun the old one with this conform",
@@ -113,6 +118,10 @@ pub fn comparable(old: &Report, schema: u32, size: crate::workloads::Size, seed:
     Ok(())
 }
 
+fn has_results(report: &Report) -> bool {
+    report.runs.iter().any(|r| !r.results.is_empty())
+}
+
 /// Reads a `conform --json` report; the error names the file.
 pub fn read(path: &std::path::Path) -> Result<Report, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -122,10 +131,8 @@ pub fn read(path: &std::path::Path) -> Result<Report, String> {
 /// Compares `new` with `old`; an error says why the two cannot be compared.
 pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison, String> {
     comparable(old, new.schema_version, new.size, new.seed)?;
-    for (which, report) in [("old", old), ("new", new)] {
-        if report.runs.iter().all(|r| r.results.is_empty()) {
-            return Err(format!("the {which} report has no results"));
-        }
+    if !has_results(new) {
+        return Err("the new report has no results".into());
     }
     let newer: BTreeMap<Key, &ResultRecord> =
         new.runs.iter().flat_map(|run| run.results.iter().map(move |r| (key(run, r), r))).collect();

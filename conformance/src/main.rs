@@ -178,13 +178,6 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     } else {
         say(format!("FAIL: {failed} of {total} checks failed\n"));
     }
-    let mut regressed = false;
-    if let Some(old) = &against {
-        let found = conformance::compare::compare(old, &report, cli.regression_threshold)
-            .map_err(|e| CannotRun(format!("--against: {e}")))?;
-        say(markdown::to_markdown(&found.document()));
-        regressed = !found.flags.is_empty() && cli.fail_on_regression;
-    }
     if let Some(file) = json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| CannotRun(format!("--json: {e}")))?;
         file.commit(format!("{text}\n").as_bytes()).map_err(CannotRun)?;
@@ -201,6 +194,15 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     }
     if let Some(file) = markdown_file {
         file.commit(conformance::markdown::render(&report).as_bytes()).map_err(CannotRun)?;
+    }
+    // Compared last: the run's outputs are written whatever the comparison
+    // says (`a_comparison_error_keeps_the_run`).
+    let mut regressed = false;
+    if let Some(old) = &against {
+        let found = conformance::compare::compare(old, &report, cli.regression_threshold)
+            .map_err(|e| CannotRun(format!("--against: {e} (the run's reports were written)")))?;
+        say(markdown::to_markdown(&found.document()));
+        regressed = !found.flags.is_empty() && cli.fail_on_regression;
     }
     Ok(report.passed() && !regressed)
 }

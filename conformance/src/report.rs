@@ -404,7 +404,8 @@ impl Report {
     }
 }
 
-/// Combines reports of one schema version into one, runs side by side.
+/// Combines reports of one schema version and size into one, runs side by
+/// side (a report's size is that of all its results).
 pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
     let mut iter = reports.into_iter();
     let mut merged = iter.next().ok_or("no report to merge")?;
@@ -413,6 +414,14 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
             return Err(format!(
                 "cannot merge schema version {} into {}: rerun conform with one hetero version",
                 report.schema_version, merged.schema_version
+            ));
+        }
+        if report.size != merged.size {
+            return Err(format!(
+                "cannot merge a size {} report into size {}: results of different sizes are not comparable; \
+                 merge the reports of each size apart",
+                report.size.name(),
+                merged.size.name()
             ));
         }
         if report.seed != merged.seed {

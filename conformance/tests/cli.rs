@@ -435,6 +435,84 @@ fn request_that_cannot_run_keeps_existing_reports() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--against` a report with no results (no runs, or a run that checked
+/// nothing) is refused before anything runs, with the old outputs left as
+/// they were. It was found out after the whole run, which then exited 2
+/// and wrote none of its reports: a large run on a GPU node was lost.
+#[test]
+fn against_a_report_without_results_is_refused_before_the_run() {
+    let dir = scratch("against-empty");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", &path("old.json")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let old: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path("old.json")).unwrap()).unwrap();
+    let mut no_runs = old.clone();
+    no_runs["runs"] = serde_json::json!([]);
+    let mut no_results = old.clone();
+    no_results["runs"][0]["results"] = serde_json::json!([]);
+    std::fs::write(path("out.json"), "precious").unwrap();
+    for (name, report) in [("noruns.json", no_runs), ("noresults.json", no_results)] {
+        std::fs::write(path(name), report.to_string()).unwrap();
+        let started = std::time::Instant::now();
+        let out = conform(&[
+            "--backend",
+            "host",
+            "--workload",
+            "scan",
+            "--against",
+            &path(name),
+            "--json",
+            &path("out.json"),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains("no results"), "{name}: {}", stderr(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(!said.contains("PASS") && !said.contains("checks"), "{name}: it ran before refusing: {said}");
+        assert_eq!(std::fs::read_to_string(path("out.json")).unwrap(), "precious", "{name}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    }
+    // A comparable report: the run is compared and its report written.
+    let out = conform(&[
+        "--backend",
+        "host",
+        "--workload",
+        "scan",
+        "--against",
+        &path("old.json"),
+        "--json",
+        &path("out.json"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("results paired"));
+    assert!(std::fs::read_to_string(path("out.json")).unwrap().contains("\"runs\""));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Reports of different sizes are not merged: the merge labelled the
+/// result with the first one's size, and `report compare` then paired
+/// large results with small ones (false +9900% regressions).
+#[test]
+fn reports_of_different_sizes_are_not_merged() {
+    let dir = scratch("merge-sizes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", &path("small.json")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut large: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path("small.json")).unwrap()).unwrap();
+    large["size"] = "large".into();
+    std::fs::write(path("large.json"), large.to_string()).unwrap();
+    let refused = report_tool(&["merge", &path("small.json"), &path("large.json"), "--json", &path("merged.json")]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("size large") && err.contains("size small"), "{err}");
+    assert!(!Path::new(&path("merged.json")).exists(), "nothing written");
+    let refused = report_tool(&["compare", &path("small.json"), &path("large.json")]);
+    assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stdout));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Two outputs naming one file are refused (they gave a corrupt file and exit 0).
 #[test]
 fn same_path_for_two_outputs_exits_2() {
