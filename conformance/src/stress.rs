@@ -12,6 +12,12 @@
 //! cross-stream tracking keeps the order. Readbacks compare with the model;
 //! buffers are replaced while their work is queued (deferred frees).
 //!
+//! With a [`Mix`], operations of the later features join the chain:
+//! peer copies through a buffer of a second device (a round trip: pushed
+//! on the thread's stream, pulled back on a stream of the other device),
+//! one-node graphs recorded and replayed, and the device-wide exclusive
+//! scan of [`hetero::algorithms`] from one buffer into another.
+//!
 //! Over a [`hetero::faults::Faulty`] device (`--inject-faults`), an
 //! operation may fail with an injected fault. A failed write leaves its
 //! buffer either as it was or fully written (the typed layer's enqueue is
@@ -24,8 +30,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use hetero::algorithms::{Algorithms, ScanKind};
 use hetero::faults::{FaultLog, injected_id, injected_ids};
-use hetero::{Context, Device, DeviceBuffer, Kernel, LaunchConfig, Stream, UserEvent};
+use hetero::{Context, Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, Kernel, LaunchConfig, Stream, UserEvent};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -44,6 +51,69 @@ pub struct Config {
     pub len: usize,
     /// Seed of every random choice.
     pub seed: u64,
+}
+
+/// The later features a run mixes into its operations (`--mix`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mix {
+    /// Peer copies with a second device of the backend.
+    pub peer: bool,
+    /// Graphs recorded and replayed.
+    pub graphs: bool,
+    /// Device-wide algorithms (the exclusive scan).
+    pub algorithms: bool,
+}
+
+impl Mix {
+    /// Parses `peer,graphs,algorithms` (any of them) or `all`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut mix = Mix::default();
+        for word in text.split(',').map(str::trim) {
+            match word {
+                "peer" => mix.peer = true,
+                "graphs" => mix.graphs = true,
+                "algorithms" => mix.algorithms = true,
+                "all" => mix = Mix { peer: true, graphs: true, algorithms: true },
+                other => return Err(format!("`{other}` is not a mix: give peer, graphs, algorithms or all")),
+            }
+        }
+        Ok(mix)
+    }
+
+    /// Whether anything is mixed in.
+    pub fn any(self) -> bool {
+        self.peer || self.graphs || self.algorithms
+    }
+}
+
+/// What the threads of a run share besides the buffers: the kernel, and
+/// what the mix needs (built once, before faults are injected, so runs
+/// that share them leave the device's handle counts as they were).
+pub struct Tools<D: Device> {
+    kernel: Kernel<D>,
+    algorithms: Option<Algorithms<D>>,
+    graphs: bool,
+    /// The second device of peer copies.
+    peer: Option<Context<D>>,
+}
+
+/// The [`Tools`] of `ctx` for `mix`; `peer` is the second device, which
+/// `mix.peer` needs.
+pub fn tools<D: Device>(ctx: &Context<D>, mix: Mix, peer: Option<Context<D>>) -> hetero::Result<Tools<D>> {
+    let kernel = ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")?;
+    let algorithms = if mix.algorithms {
+        let algorithms = Algorithms::new(ctx);
+        // Compiled now, outside the timed run.
+        let stream = ctx.stream()?;
+        let input = stream.upload(&[1u32; 64])?;
+        let mut output = ctx.alloc::<u32>(64)?;
+        algorithms.scan(&stream, &input, &mut output, ScanKind::Exclusive)?;
+        stream.synchronize()?;
+        Some(algorithms)
+    } else {
+        None
+    };
+    Ok(Tools { kernel, algorithms, graphs: mix.graphs, peer: if mix.peer { peer } else { None } })
 }
 
 /// What a run did and found.
@@ -179,21 +249,14 @@ impl Counters {
 
 type Step = hetero::Result<()>;
 
-/// The kernel the stress test launches (`affine_u32` of the UTIL source).
-/// A module stays loaded until its device goes: runs that build it once
-/// and share it leave the device's module count as it was.
-pub fn kernel<D: Device>(ctx: &Context<D>) -> hetero::Result<Kernel<D>> {
-    ctx.build_module(hetero::kernels::UTIL)?.kernel("affine_u32")
-}
-
-/// Stresses `ctx` for `config.duration`, launching `kernel` (see
-/// [`kernel`]); returns `None` when the threads do not finish within
+/// Stresses `ctx` for `config.duration` with `tools` (see [`tools`]);
+/// returns `None` when the threads do not finish within
 /// `watchdog` after the deadline (a hang). With `faults`, the log of a
 /// [`hetero::faults::Faulty`] device under `ctx`, faults are injected only
 /// while the threads run: not into the setup or the final check.
 pub fn run<D: Device>(
     ctx: &Context<D>,
-    kernel: &Arc<Kernel<D>>,
+    tools: &Arc<Tools<D>>,
     config: Config,
     watchdog: Duration,
     faults: Option<&FaultLog>,
@@ -224,12 +287,13 @@ pub fn run<D: Device>(
     injecting(true);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for t in 0..config.threads {
-        let (ctx, kernel, slots) = (ctx.clone(), Arc::clone(kernel), slots.clone());
+        let (ctx, tools, slots) = (ctx.clone(), Arc::clone(tools), slots.clone());
         let (counters, stop, done) = (Arc::clone(&counters), Arc::clone(&stop), done_tx.clone());
         std::thread::spawn(move || {
             let mut worker = Worker {
                 ctx: &ctx,
-                kernel: &kernel,
+                kernel: &tools.kernel,
+                tools: &tools,
                 slots: &slots,
                 counters: &counters,
                 rng: ChaCha8Rng::seed_from_u64(config.seed ^ (t as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
@@ -241,7 +305,7 @@ pub fn run<D: Device>(
             // Everything the thread holds of the device goes before it says
             // it is done: a caller counting the device's handles then sees
             // none of the thread's.
-            drop((kernel, slots, ctx));
+            drop((tools, slots, ctx));
             let _ = done.send(());
         });
     }
@@ -283,6 +347,7 @@ pub fn run<D: Device>(
 struct Worker<'a, D: Device> {
     ctx: &'a Context<D>,
     kernel: &'a Kernel<D>,
+    tools: &'a Tools<D>,
     slots: &'a [Arc<Mutex<Slot<D>>>],
     counters: &'a Counters,
     rng: ChaCha8Rng,
@@ -295,14 +360,47 @@ impl<D: Device> Worker<'_, D> {
         let streams: Vec<Stream<D>> =
             (0..streams.max(1)).map(|_| counters.retry(|| self.ctx.stream())).collect::<hetero::Result<_>>()?;
         let mut staging = counters.retry(|| self.ctx.alloc_pinned::<u32>(self.len))?;
+        // The peer side: a buffer and a stream of the second device.
+        let mut far = match &self.tools.peer {
+            Some(peer) => Some((counters.retry(|| peer.alloc::<u32>(self.len))?, counters.retry(|| peer.stream())?)),
+            None => None,
+        };
         let mut gates: Vec<(Arc<UserEvent<D>>, std::thread::JoinHandle<()>)> = Vec::new();
+        let tools = self.tools;
+        let mixing = self.tools.peer.is_some() || self.tools.graphs || self.tools.algorithms.is_some();
         while !stop.load(Ordering::SeqCst) {
             let a = self.rng.random_range(0..self.slots.len());
             let s = &streams[self.rng.random_range(0..streams.len())];
-            let choice = self.rng.random_range(0..100);
-            if choice < 8 && self.slots.len() > 1 {
-                let b = (a + self.rng.random_range(1..self.slots.len())) % self.slots.len();
-                let result = self.copy_between(s, a, b);
+            let choice = self.rng.random_range(0..if mixing { 115 } else { 100 });
+            let b = (a + self.rng.random_range(1..self.slots.len().max(2))) % self.slots.len();
+            let result = match choice {
+                0..8 if b != a => Some(self.transfer(a, b, 1, |_| None, |src, dst| s.copy(src, dst))),
+                100..105 if far.is_some() => far.as_mut().map(|(far, fs)| {
+                    // There and back: pushed on `s`, pulled back on the other device's stream.
+                    self.transfer(
+                        a,
+                        b,
+                        1,
+                        |_| None,
+                        |src, dst| {
+                            let n = src.len();
+                            s.copy_peer(src, far.slice_mut(..n)?)?;
+                            fs.copy_peer(far.slice(..n)?, dst).map(|_| ())
+                        },
+                    )
+                }),
+                110..115 if b != a => tools.algorithms.as_ref().map(|algorithms| {
+                    self.transfer(
+                        a,
+                        b,
+                        SCAN_ALIGN,
+                        |part| Some(exclusive_scan(part)),
+                        |src, dst| algorithms.scan(s, src, dst, ScanKind::Exclusive),
+                    )
+                }),
+                _ => None,
+            };
+            if let Some(result) = result {
                 counters.settle(result)?;
                 continue;
             }
@@ -369,6 +467,7 @@ impl<D: Device> Worker<'_, D> {
                     });
                     gated.and_then(|()| self.affine(s, &mut slot))
                 }
+                105..110 if self.tools.graphs => self.replay_affine(s, &mut slot),
                 89..=94 => {
                     // Replace the buffer while its work is queued: the old one
                     // is retired, never freed under the queued work.
@@ -395,6 +494,48 @@ impl<D: Device> Worker<'_, D> {
         for s in &streams {
             counters.settle(s.synchronize())?;
         }
+        if let Some((_, fs)) = &far {
+            counters.settle(fs.synchronize())?;
+        }
+        Ok(())
+    }
+
+    /// Records `x[0..n) = a * x + b` as a one-node graph over the slot's
+    /// buffer and replays it one to three times on `stream`.
+    fn replay_affine(&mut self, stream: &Stream<D>, slot: &mut Slot<D>) -> Step {
+        let n = self.rng.random_range(1..=self.len);
+        let (a, b): (u32, u32) = (self.rng.random_range(1..8), self.rng.random());
+        let replays = self.rng.random_range(1..=3);
+        let mut rec = self.ctx.recorder();
+        let recorded = rec.bind_mut(&mut slot.buffer).and_then(|x| {
+            let s = rec.stream();
+            let config = LaunchConfig::linear((n as u32).div_ceil(64), 64, 0);
+            // SAFETY: affine_u32 touches x[0..n) and the buffer holds len >= n elements.
+            unsafe { rec.launch(s, self.kernel, config, vec![x.into(), (n as u32).into(), a.into(), b.into()]) }
+        });
+        // A recording that fails enqueued nothing: the buffer is as it was.
+        let mut graph = recorded.and_then(|_| rec.finish())?;
+        // Each replay in turn: the first that fails ends the chain.
+        let mut replayed = Vec::new();
+        for _ in 0..replays {
+            let result = graph.replay(stream);
+            let failed = result.is_err();
+            replayed.push(result);
+            if failed {
+                break;
+            }
+        }
+        drop(graph);
+        for result in replayed {
+            slot.write(&result, |m| {
+                let mut m = m.to_vec();
+                for v in &mut m[..n] {
+                    *v = a.wrapping_mul(*v).wrapping_add(b);
+                }
+                m
+            });
+            result?;
+        }
         Ok(())
     }
 
@@ -417,22 +558,50 @@ impl<D: Device> Worker<'_, D> {
         result
     }
 
-    /// Copies a random range of buffer `from` into buffer `to` (locked in
-    /// index order, so two threads never wait on each other's locks).
-    fn copy_between(&mut self, stream: &Stream<D>, from: usize, to: usize) -> Step {
+    /// Runs `op` from a random range of buffer `from` into the same range
+    /// of buffer `to` (locked in index order, so two threads never wait on
+    /// each other's locks; the same buffer when they are equal), and
+    /// writes the range into `to`'s model: the source's range itself, or
+    /// what `map` makes of it. The range starts at a multiple of `align`
+    /// elements (a kernel argument at an offset must be aligned on OpenCL).
+    fn transfer(
+        &mut self,
+        from: usize,
+        to: usize,
+        align: usize,
+        map: impl Fn(&[u32]) -> Option<Vec<u32>>,
+        op: impl FnOnce(DeviceSlice<'_, u32, D>, DeviceSliceMut<'_, u32, D>) -> Step,
+    ) -> Step {
+        if from == to {
+            // Through a copy of the range: a peer round trip of one buffer.
+            let only = self.slots[from].lock().unwrap_or_else(PoisonError::into_inner);
+            let start = self.rng.random_range(0..self.len) / align * align;
+            let n = self.rng.random_range(0..=self.len - start);
+            let mut copy = self.ctx.alloc::<u32>(n.max(1))?;
+            let result = only.buffer.slice(start..start + n).and_then(|src| {
+                let dst = copy.slice_mut(..n)?;
+                op(src, dst)
+            });
+            drop(copy);
+            // The buffer was only read.
+            self.counters.operations.fetch_add(1, Ordering::Relaxed);
+            return result;
+        }
         let (first, second) = (from.min(to), from.max(to));
         let mut low = self.slots[first].lock().unwrap_or_else(PoisonError::into_inner);
         let mut high = self.slots[second].lock().unwrap_or_else(PoisonError::into_inner);
         let (src, dst) = if from < to { (&mut *low, &mut *high) } else { (&mut *high, &mut *low) };
-        let start = self.rng.random_range(0..self.len);
+        let start = self.rng.random_range(0..self.len) / align * align;
         let n = self.rng.random_range(0..=self.len - start);
-        let result = src
-            .buffer
-            .slice(start..start + n)
-            .and_then(|from| stream.copy(from, dst.buffer.slice_mut(start..start + n)?));
+        let result =
+            src.buffer.slice(start..start + n).and_then(|from| op(from, dst.buffer.slice_mut(start..start + n)?));
         // The destination's states: each of its own with the range of each
         // of the source's (unknown when the source is).
-        let sources: Vec<Vec<u32>> = src.states.iter().map(|s| s[start..start + n].to_vec()).collect();
+        let sources: Vec<Vec<u32>> = src
+            .states
+            .iter()
+            .map(|s| map(&s[start..start + n]).unwrap_or_else(|| s[start..start + n].to_vec()))
+            .collect();
         if sources.is_empty() && n > 0 {
             dst.states.clear();
         } else if let [part] = sources.as_slice() {
@@ -461,4 +630,20 @@ impl<D: Device> Worker<'_, D> {
         self.counters.operations.fetch_add(1, Ordering::Relaxed);
         result
     }
+}
+
+/// Where scanned ranges start, in elements: 1 KiB, the largest alignment
+/// OpenCL devices ask of a kernel argument's offset.
+const SCAN_ALIGN: usize = 256;
+
+/// `out[i] = in[0] + ... + in[i - 1]`, wrapping; `out[0] = 0`.
+fn exclusive_scan(part: &[u32]) -> Vec<u32> {
+    let mut sum = 0u32;
+    part.iter()
+        .map(|&v| {
+            let before = sum;
+            sum = sum.wrapping_add(v);
+            before
+        })
+        .collect()
 }

@@ -16,6 +16,12 @@
 //! where they were and, once the device is dropped, every allocation,
 //! event and stream made through it was released.
 //!
+//! With `--mix peer,graphs,algorithms` (or `all`), the operations also
+//! take in peer copies with a second device of the backend (its second
+//! device, or a second opening of the first where it has one), graph
+//! replays and the device-wide scan; under `--inject-faults` both devices
+//! fail calls under the one plan and are accounted together.
+//!
 //! Exit status: 0 clean, 1 a mismatch, an error or growth, 2 the request
 //! cannot run, 3 a hang (the watchdog fired).
 
@@ -24,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use conformance::stress::{self, Config};
+use conformance::stress::{self, Config, Mix};
 use hetero::faults::{FaultLog, FaultPlan, Faulty};
 use hetero::{AnyDevice, Backend, Context, Device, LiveHandles};
 
@@ -57,6 +63,10 @@ struct Cli {
     /// with 0 mismatches and everything given back at the end.
     #[arg(long, value_name = "RATE")]
     inject_faults: Option<f64>,
+    /// Mix in the later features: any of peer, graphs, algorithms
+    /// (comma-separated), or all.
+    #[arg(long, value_parser = Mix::parse)]
+    mix: Option<Mix>,
 }
 
 /// What a long run must not grow.
@@ -162,10 +172,11 @@ fn main() -> ExitCode {
         len: 4096,
         seed: cli.seed,
     };
+    let mix = cli.mix.unwrap_or_default();
     let mut devices = Vec::new();
     for &backend in &cli.backend {
-        match hetero::backend_devices(backend) {
-            Ok(mut found) => devices.push(found.remove(0)),
+        match pick(backend, mix) {
+            Ok(pair) => devices.push(pair),
             Err(e) => {
                 eprintln!("stress: cannot run: {e}");
                 return ExitCode::from(2);
@@ -173,13 +184,14 @@ fn main() -> ExitCode {
         }
     }
     let mut clean = true;
-    for device in devices {
+    for (device, peer) in devices {
         let outcome = match &plan {
-            None => stress(Context::new(device), None, &cli, config),
+            None => stress(Context::new(device), peer.map(Context::new), None, &cli, config),
             Some(plan) => {
                 let faulty = Faulty::<AnyDevice>::new(device, plan.clone());
                 let log = faulty.log();
-                stress(Context::new(faulty), Some(log), &cli, config)
+                let peer = peer.map(|p| Context::new(Faulty::with_log(p, plan.clone(), Arc::clone(&log))));
+                stress(Context::new(faulty), peer, Some(log), &cli, config)
             }
         };
         match outcome {
@@ -190,10 +202,27 @@ fn main() -> ExitCode {
     if clean { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }
 
-/// Stresses one device: `Ok(clean)`, or the exit status of a run that
-/// could not go on (a hang, a kernel that does not build).
+/// The first device of `backend`, and with a peer mix the device its peer
+/// copies go to: the second, or the first opened again.
+fn pick(backend: Backend, mix: Mix) -> hetero::Result<(AnyDevice, Option<AnyDevice>)> {
+    let mut found = hetero::backend_devices(backend)?;
+    let first = found.remove(0);
+    if !mix.peer {
+        return Ok((first, None));
+    }
+    let peer = match found.len() {
+        0 => hetero::backend_devices(backend)?.remove(0),
+        _ => found.remove(0),
+    };
+    Ok((first, Some(peer)))
+}
+
+/// Stresses one device (with `peer`, the second of peer copies):
+/// `Ok(clean)`, or the exit status of a run that could not go on (a hang,
+/// a kernel that does not build).
 fn stress<D: Device>(
     ctx: Context<D>,
+    peer: Option<Context<D>>,
     faults: Option<Arc<FaultLog>>,
     cli: &Cli,
     config: Config,
@@ -202,20 +231,25 @@ fn stress<D: Device>(
     let name = format!("{} `{}`", ctx.info().backend, ctx.info().name);
     // The warm-up: caches, compiled modules and pools settle first.
     let warm = Config { duration: Duration::from_secs(1), ..config };
-    let kernel = match stress::kernel(&ctx) {
-        Ok(kernel) => Arc::new(kernel),
+    let mix = cli.mix.unwrap_or_default();
+    let peer_name = peer.as_ref().map(|p| format!(" with peer `{}` #{}", p.info().name, p.info().ordinal));
+    let tools = match stress::tools(&ctx, mix, peer) {
+        Ok(tools) => Arc::new(tools),
         Err(e) => {
-            eprintln!("stress: {name}: cannot build its kernel: {e}");
+            eprintln!("stress: {name}: cannot build its kernels: {e}");
             return Err(ExitCode::from(1));
         }
     };
+    if mix.any() {
+        println!("stress: {name}: mixing in {mix:?}{}", peer_name.unwrap_or_default());
+    }
     let log = faults.as_deref();
-    let Some(warmed) = stress::run(&ctx, &kernel, warm, watchdog, log) else {
+    let Some(warmed) = stress::run(&ctx, &tools, warm, watchdog, log) else {
         eprintln!("stress: {name}: HANG in the warm-up run");
         return Err(ExitCode::from(3));
     };
     let start = Snapshot::take(&ctx);
-    let Some(stats) = stress::run(&ctx, &kernel, config, watchdog, log) else {
+    let Some(stats) = stress::run(&ctx, &tools, config, watchdog, log) else {
         eprintln!("stress: {name}: HANG: threads did not finish within {} s of the deadline", watchdog.as_secs());
         return Err(ExitCode::from(3));
     };
@@ -238,7 +272,7 @@ fn stress<D: Device>(
     // judged only against --max-rss-growth-mib).
     clean &= steady || (cli.max_rss_growth_mib.is_none() && faults.is_none());
     if let Some(log) = faults {
-        drop(kernel);
+        drop(tools);
         drop(ctx);
         clean &= account(&name, &log, &[&warmed, &stats]);
     }

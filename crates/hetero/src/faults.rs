@@ -310,6 +310,13 @@ impl<D: Device> Faulty<D> {
         Self { inner, plan, log: Arc::new(FaultLog::default()) }
     }
 
+    /// Wraps `inner`, counting into `log`, which another device may share:
+    /// two devices that copy between each other under one plan then
+    /// number their faults in one sequence and are accounted together.
+    pub fn with_log(inner: D, plan: FaultPlan, log: Arc<FaultLog>) -> Self {
+        Self { inner, plan, log }
+    }
+
     /// The log of calls and injections, which outlives the device.
     pub fn log(&self) -> Arc<FaultLog> {
         Arc::clone(&self.log)

@@ -280,3 +280,37 @@ fn every_failed_call_is_an_error_and_leaves_nothing_behind() {
     }
     assert!(failed > 30, "only {failed} injected faults surfaced");
 }
+
+/// A peer copy whose near tracking record failed once (and was retried)
+/// and whose far tracking record then failed names both faults: it
+/// returned the far one only, so the first fault was lost to the caller
+/// (the stress test's peer mix counted it as swallowed).
+#[test]
+fn a_peer_copy_that_fails_twice_names_both_faults() {
+    // Record calls up to the copy, then the copy's, with no fault.
+    let scenario = |plan: FaultPlan| {
+        let near = Faulty::new(HostDevice::new(), plan.clone());
+        let log = near.log();
+        let far = Faulty::with_log(HostDevice::new(), plan, Arc::clone(&log));
+        let (a, b) = (Context::new(near), Context::new(far));
+        let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+        let src = sb.upload(&[4u32; 256]).unwrap();
+        let mut dst = sa.alloc_zeros::<u32>(256).unwrap();
+        sb.synchronize().unwrap();
+        sa.synchronize().unwrap();
+        let before = log.calls(FaultSite::Record);
+        let copied = sa.copy_peer(&src, &mut dst);
+        let after = log.calls(FaultSite::Record);
+        let got = sa.download(&dst).unwrap();
+        (before, after, copied, got)
+    };
+    let (before, after, copied, got) = scenario(FaultPlan::none());
+    assert!(copied.is_ok() && got.iter().all(|&v| v == 4));
+    assert_eq!(after - before, 2, "a peer copy records the near mark and the far one");
+    // The near record fails, its retry works, the far record fails.
+    let plan = FaultPlan::none().nth(FaultSite::Record, before).nth(FaultSite::Record, before + 2);
+    let (_, _, copied, got) = scenario(plan);
+    let err = copied.unwrap_err();
+    assert_eq!(hetero::faults::injected_ids(&err).len(), 2, "both faults are named: {err}");
+    assert!(got.iter().all(|&v| v == 4), "the copy itself ran");
+}

@@ -67,6 +67,7 @@ impl<D: Device> Context<D> {
             self.device.cache().trim(&self.device, kind);
         }
         self.device.trim_spare();
+        super::peer::prune_bridges(&self.device);
         self.device.reap();
     }
 
@@ -126,7 +127,13 @@ impl<D: Device> Context<D> {
             return Err(Error::new(self.device.info().backend, "stream", ErrorKind::Config, problem.message.clone()));
         }
         let id = self.device.create_stream(flags)?;
-        Ok(Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(None) })
+        Ok(Stream {
+            device: Arc::clone(&self.device),
+            id,
+            timing: flags.timing,
+            order: Mutex::new(None),
+            alive: Arc::new(()),
+        })
     }
 
     /// A new event.

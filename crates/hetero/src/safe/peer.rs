@@ -23,7 +23,7 @@
 //! they reach the trackers in the bridge stream's order, as a stream's own
 //! marks do.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytemuck::Pod;
 
@@ -47,6 +47,8 @@ const MAX_BRIDGES: usize = 16;
 /// only under `order`, which holds its spare mark event.
 pub(crate) struct Bridge {
     waiter: StreamId,
+    /// The waiter's [`Stream::alive`]: dead once that stream is gone.
+    waiter_alive: Weak<()>,
     id: StreamId,
     order: Mutex<Spare>,
 }
@@ -60,27 +62,50 @@ impl Bridge {
 }
 
 /// The bridge of `far` for peer copies made on `waiter`, made at the first.
-fn bridge_for<D: Device>(far: &Shared<D>, waiter: StreamId) -> Result<Arc<Bridge>> {
+fn bridge_for<D: Device>(far: &Shared<D>, waiter: &Stream<D>) -> Result<Arc<Bridge>> {
     let mut bridges = far.bridges();
-    if let Some(bridge) = bridges.iter().find(|b| b.waiter == waiter) {
+    if let Some(bridge) = bridges.iter().find(|b| b.waiter == waiter.id) {
         return Ok(Arc::clone(bridge));
     }
-    if bridges.len() >= MAX_BRIDGES {
-        // Bridges not in use go; work queued on them still runs, and the
-        // marks they recorded stay valid events.
-        let (keep, gone): (Vec<_>, Vec<_>) = bridges.drain(..).partition(|b| Arc::strong_count(b) > 1);
-        *bridges = keep;
-        for bridge in gone {
-            let (id, spare) = bridge.into_parts();
-            far.keep_spare(spare);
-            // SAFETY: the bridge stream is the device's, used by nobody now.
-            let _ = unsafe { far.destroy_stream(id) };
-        }
-    }
+    // Bridges of streams that are gone go first; past MAX_BRIDGES, every
+    // bridge not in use.
+    let many = bridges.len() >= MAX_BRIDGES;
+    let (keep, gone): (Vec<_>, Vec<_>) =
+        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || (!many && b.waiter_alive.strong_count() > 0));
+    *bridges = keep;
+    drop(bridges);
+    release(far, gone);
     let id = far.create_stream(StreamFlags { non_blocking: true, timing: false, ..StreamFlags::default() })?;
-    let bridge = Arc::new(Bridge { waiter, id, order: Mutex::new(None) });
-    bridges.push(Arc::clone(&bridge));
+    let bridge = Arc::new(Bridge {
+        waiter: waiter.id,
+        waiter_alive: Arc::downgrade(&waiter.alive),
+        id,
+        order: Mutex::new(None),
+    });
+    far.bridges().push(Arc::clone(&bridge));
     Ok(bridge)
+}
+
+/// Lets go of `far`'s bridges whose near streams are gone and that no copy
+/// is using (`Context::trim`): work queued on them still runs, and the
+/// marks they recorded stay valid events.
+pub(crate) fn prune_bridges<D: Device>(far: &Shared<D>) {
+    let mut bridges = far.bridges();
+    let (keep, gone): (Vec<_>, Vec<_>) =
+        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || b.waiter_alive.strong_count() > 0);
+    *bridges = keep;
+    drop(bridges);
+    release(far, gone);
+}
+
+/// Destroys the streams of bridges taken out of `far`'s list.
+fn release<D: Device>(far: &Shared<D>, gone: Vec<Arc<Bridge>>) {
+    for bridge in gone {
+        let (id, spare) = bridge.into_parts();
+        far.keep_spare(spare);
+        // SAFETY: the bridge stream is the device's, used by nobody now.
+        let _ = unsafe { far.destroy_stream(id) };
+    }
 }
 
 /// Records on `far`'s bridge for `near_stream` a mark that follows
@@ -97,12 +122,12 @@ fn bridge_for<D: Device>(far: &Shared<D>, waiter: StreamId) -> Result<Arc<Bridge
 /// the failure: what it left in the buffer is unknown.
 fn track_far<D: Device>(
     far: &Shared<D>,
-    near: &D,
-    (near_stream, near_event): (StreamId, EventId),
+    (near_stream, near_event): (&Stream<D>, EventId),
     access: Access,
     held: &mut Held<'_>,
 ) -> Result<()> {
     far.cross();
+    let near: &D = &near_stream.device;
     let bridge = bridge_for(far, near_stream)?;
     let mut spare = bridge.order.lock().unwrap_or_else(PoisonError::into_inner);
     // SAFETY: the bridge stream is far's and used under its order lock; the
@@ -226,10 +251,18 @@ impl<D: Device> Stream<D> {
         near_held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark);
         near_held.unlock();
         drop(spare);
-        let far_tracked = track_far(far_shared, &self.device, (self.id, near_mark.id()), far.access, &mut far_held);
+        let far_tracked = track_far(far_shared, (self, near_mark.id()), far.access, &mut far_held);
         self.device.recycle(near_mark);
-        far_tracked.map_err(|e| self.settle_after(e))?;
-        error.map_or(Ok(route), Err)
+        match (far_tracked, error) {
+            (Ok(()), None) => Ok(route),
+            (Ok(()), Some(first)) => Err(first),
+            (Err(e), None) => Err(self.settle_after(e)),
+            // Both faults are told: the near record's retried one, then the far one's.
+            (Err(e), Some(first)) => {
+                let message = format!("{}; then tracking the far buffer failed: {}", first.message, e.message);
+                Err(self.settle_after(Error { message, ..first }))
+            }
+        }
     }
 
     /// Synchronises the stream after tracking failed behind queued work

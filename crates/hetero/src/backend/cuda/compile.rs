@@ -2,17 +2,20 @@
 //! for the device's own architecture (`--gpu-architecture=sm_XY` from its
 //! compute capability).
 //!
-//! The library is the one `HETERO_NVRTC` names (a path, e.g. a CUDA 12
+//! The library is the one `HETERO_NVRTC` names (an absolute path, e.g. a CUDA 12
 //! toolkit's `libnvrtc.so.12` for a 12.x driver, where a newer NVRTC
 //! first on the library path would emit PTX the driver cannot load), or
 //! else the one cudarc finds by its names. Its functions are resolved
 //! once, from that library, with cudarc's declarations of their types.
 
-use std::ffi::{CStr, OsString, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use cudarc::nvrtc::sys::{nvrtcProgram, nvrtcResult};
 use libloading::Library;
+
+use crate::backend::gpu::loader;
 
 use super::error::error;
 use crate::error::{ErrorKind, Result};
@@ -60,22 +63,23 @@ fn resolve(library: &Library) -> std::result::Result<Nvrtc, String> {
 
 /// The NVRTC library `HETERO_NVRTC` names, loaded once (kept for the
 /// process: the resolved pointers must outlive every call).
-fn named(path: OsString) -> &'static std::result::Result<(Library, Nvrtc), String> {
+fn named(path: PathBuf) -> &'static std::result::Result<(Library, Nvrtc), String> {
     static NAMED: OnceLock<std::result::Result<(Library, Nvrtc), String>> = OnceLock::new();
     NAMED.get_or_init(|| {
-        let shown = path.to_string_lossy().into_owned();
+        let shown = path.display().to_string();
         // SAFETY: loading NVRTC runs its initialisers, which make no
         // demands on the caller.
-        let library =
-            unsafe { Library::new(&path) }.map_err(|e| format!("{NVRTC_ENV}={shown} cannot be loaded: {e}"))?;
+        let library = unsafe { Library::new(&path) }
+            .map_err(|e| format!("{NVRTC_ENV}={shown} cannot be loaded: {}", loader::load_error(&e)))?;
         let nvrtc = resolve(&library).map_err(|e| format!("{NVRTC_ENV}={shown} is not NVRTC: {e}"))?;
         Ok((library, nvrtc))
     })
 }
 
-/// NVRTC, from the library `HETERO_NVRTC` names or cudarc's, or why not.
+/// NVRTC, from the library `HETERO_NVRTC` names (an absolute path; empty
+/// is unset) or cudarc's, or why not.
 fn nvrtc() -> std::result::Result<&'static Nvrtc, String> {
-    if let Some(path) = std::env::var_os(NVRTC_ENV) {
+    if let Some(path) = loader::env_path(NVRTC_ENV)? {
         return named(path).as_ref().map(|(_, nvrtc)| nvrtc).map_err(Clone::clone);
     }
     static FOUND: OnceLock<std::result::Result<Nvrtc, String>> = OnceLock::new();
@@ -186,7 +190,10 @@ mod tests {
     #[test]
     fn nvrtc_compiles_to_ptx_where_present() {
         if let Err(why) = nvrtc() {
-            assert!(std::env::var_os(super::NVRTC_ENV).is_none(), "the NVRTC named is not usable: {why}");
+            assert!(
+                std::env::var_os(super::NVRTC_ENV).is_none_or(|v| v.is_empty()),
+                "the NVRTC named is not usable: {why}"
+            );
             println!("skipped: {why}");
             return;
         }

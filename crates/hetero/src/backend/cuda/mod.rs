@@ -64,8 +64,9 @@ pub(crate) fn discover() -> (Vec<CudaDevice>, Vec<Error>) {
         let mut count = 0;
         // SAFETY: count is a valid out-pointer.
         error::check("cuDeviceGetCount", unsafe { cudarc::driver::sys::cuDeviceGetCount(&mut count) })?;
+        let count = crate::backend::gpu::loader::device_count(crate::device::Backend::Cuda, "cuDeviceGetCount", count)?;
         let open = |ordinal| GpuDevice::new(Cuda::open(ordinal)?, ordinal);
-        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(open).collect::<Vec<_>>())
+        Ok::<_, Error>((0..count).map(open).collect::<Vec<_>>())
     });
     crate::backend::gpu::collect_devices(crate::device::Backend::Cuda, "cuInit", found)
 }

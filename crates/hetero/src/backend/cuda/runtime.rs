@@ -306,8 +306,8 @@ impl Runtime for Cuda {
         let mut name = [0 as c_char; 256];
         // SAFETY: name holds 256 bytes, as passed.
         check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(name.as_mut_ptr(), 256, self.device) })?;
-        // SAFETY: the driver NUL-terminates the name within the buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        // Read to the buffer's end at most: a library may leave no NUL.
+        let name = crate::backend::gpu::loader::text_of(&name);
         let mut total: usize = 0;
         // SAFETY: total is a valid out-pointer.
         check("cuDeviceTotalMem", unsafe { sys::cuDeviceTotalMem_v2(&mut total, self.device) })?;
@@ -315,12 +315,11 @@ impl Runtime for Cuda {
         // SAFETY: version is a valid out-pointer.
         check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut version) })?;
         let mut bus = [0 as c_char; 64];
-        // SAFETY: bus holds 64 bytes, as passed; the driver NUL-terminates within them.
+        // SAFETY: bus holds 64 bytes, as passed.
         let pci_bus_id =
             check("cuDeviceGetPCIBusId", unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), 64, self.device) })
                 .ok()
-                // SAFETY: NUL-terminated by the driver on success.
-                .map(|()| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
+                .map(|()| crate::backend::gpu::loader::text_of(&bus).to_lowercase());
         // SAFETY: an all-zero CUuuid is a valid value of the plain struct.
         let mut id: sys::CUuuid = unsafe { std::mem::zeroed() };
         // SAFETY: id is a valid out-pointer.

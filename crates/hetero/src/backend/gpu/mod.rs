@@ -13,6 +13,7 @@
 mod device;
 mod event;
 mod graph;
+pub(crate) mod loader;
 mod memory;
 pub(crate) mod module;
 mod runtime;

@@ -20,6 +20,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use crate::backend::gpu::loader;
 pub use cubecl_hip_sys::*;
 use libloading::Library;
 
@@ -199,22 +200,47 @@ const VERSIONS: [&str; 4] = ["", ".7", ".6", ".5"];
 
 /// Where a library is looked for: `$ROCM_PATH/lib`, `$ROCM_PATH`,
 /// `$HIP_PATH/lib`, `$HIP_PATH`, `/opt/rocm/lib`, then the system's
-/// library path (`None`).
-fn folders() -> Vec<Option<PathBuf>> {
-    let roots = ["ROCM_PATH", "HIP_PATH"].into_iter().filter_map(std::env::var_os).map(PathBuf::from);
-    roots
+/// library path (`None`). An empty variable is unset; a relative one is an
+/// error, never searched (`loader::env_path`).
+fn folders() -> Result<Vec<Option<PathBuf>>, String> {
+    let mut roots = Vec::new();
+    for name in ["ROCM_PATH", "HIP_PATH"] {
+        roots.extend(loader::env_path(name)?);
+    }
+    Ok(roots
+        .into_iter()
         .flat_map(|root| [root.join("lib"), root])
         .chain([PathBuf::from("/opt/rocm/lib")])
         .map(Some)
         .chain([None])
-        .collect()
+        .collect())
+}
+
+/// Why no `lib<stem>.so*` could be opened.
+enum NotOpened {
+    /// No such file anywhere searched; the first attempt's reason.
+    Missing(String),
+    /// A file that the loader refused (not a library, wrong architecture,
+    /// a missing dependency): its path and the loader's reason.
+    Refused(String),
+}
+
+impl NotOpened {
+    /// The reason, after `what` and where it was searched.
+    fn describe(&self, what: &str) -> String {
+        match self {
+            NotOpened::Missing(first) => format!("{what} was not found ({first})"),
+            NotOpened::Refused(why) => format!("{what} was found but could not be loaded: {why}"),
+        }
+    }
 }
 
 /// The first of `lib<stem>.so{,.7,.6,.5}` that opens, in [`folders`]
-/// order, or every attempt's error.
-fn open_first(stem: &str) -> Result<(Library, PathBuf), Vec<String>> {
-    let mut errors = Vec::new();
-    for folder in folders() {
+/// order, or why none did. A file the loader refuses ends the search: a
+/// broken install is reported, not passed over for another one.
+fn open_first(stem: &str) -> Result<(Library, PathBuf), NotOpened> {
+    let mut missing = None;
+    for folder in folders().map_err(NotOpened::Refused)? {
         for version in VERSIONS {
             let name = format!("lib{stem}.so{version}");
             let path = folder.as_ref().map_or_else(|| PathBuf::from(&name), |f| f.join(&name));
@@ -222,18 +248,25 @@ fn open_first(stem: &str) -> Result<(Library, PathBuf), Vec<String>> {
             // make no demands on the caller.
             match unsafe { Library::new(&path) } {
                 Ok(library) => return Ok((library, path)),
-                Err(e) => errors.push(e.to_string()),
+                Err(e) if loader::is_missing(&e) => {
+                    missing.get_or_insert_with(|| loader::load_error(&e));
+                }
+                Err(e) => {
+                    return Err(NotOpened::Refused(format!("{}: {}", path.display(), loader::load_error(&e))));
+                }
             }
         }
     }
-    Err(errors)
+    Err(NotOpened::Missing(missing.unwrap_or_else(|| "nothing searched".into())))
 }
 
 fn open() -> Result<Loaded, String> {
-    let (hip, hip_path) = open_first("amdhip64").map_err(|errors| {
+    let (hip, hip_path) = open_first("amdhip64").map_err(|why| {
         format!(
-            "ROCm's HIP runtime was not found (libamdhip64.so, .so.7, .so.6 or .so.5 in $ROCM_PATH/lib, $HIP_PATH/lib, /opt/rocm/lib or the library path): install ROCm or its runtime package, or set ROCM_PATH; first attempt: {}",
-            errors.first().map_or("none", String::as_str)
+            "{}: install ROCm or its runtime package, or set ROCM_PATH",
+            why.describe(
+                "ROCm's HIP runtime (libamdhip64.so, .so.7, .so.6 or .so.5 in $ROCM_PATH/lib, $HIP_PATH/lib, /opt/rocm/lib or the library path)"
+            )
         )
     })?;
     let (rtc, rtc_path) = match open_first("hiprtc") {
@@ -242,14 +275,16 @@ fn open() -> Result<Loaded, String> {
         // SAFETY: the symbol is only looked up, not called.
         Err(_) if unsafe { hip.get::<unsafe extern "C" fn()>(b"hiprtcCreateProgram") }.is_ok() => {
             // SAFETY: as in `open_first`; the library is loaded already.
-            let again = unsafe { Library::new(&hip_path) }.map_err(|e| e.to_string())?;
+            let again = unsafe { Library::new(&hip_path) }.map_err(|e| loader::load_error(&e))?;
             (again, hip_path.clone())
         }
-        Err(errors) => {
+        Err(why) => {
             return Err(format!(
-                "hiprtc was not found (libhiprtc.so, .so.7, .so.6 or .so.5 beside libamdhip64, or inside {}): install ROCm's hiprtc package; first attempt: {}",
-                hip_path.display(),
-                errors.first().map_or("none", String::as_str)
+                "{}: install ROCm's hiprtc package",
+                why.describe(&format!(
+                    "hiprtc (libhiprtc.so, .so.7, .so.6 or .so.5 beside libamdhip64, or inside {})",
+                    hip_path.display()
+                ))
             ));
         }
     };

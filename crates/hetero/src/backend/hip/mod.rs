@@ -81,8 +81,9 @@ pub(crate) fn discover() -> (Vec<HipDevice>, Vec<Error>) {
     let found = (|| {
         error::check("hipInit", init)?;
         error::check("hipGetDeviceCount", counted)?;
+        let count = crate::backend::gpu::loader::device_count(crate::device::Backend::Hip, "hipGetDeviceCount", count)?;
         let open = |ordinal| GpuDevice::new(Hip::open(ordinal)?, ordinal);
-        Ok::<_, Error>((0..usize::try_from(count).unwrap_or(0)).map(open).collect::<Vec<_>>())
+        Ok::<_, Error>((0..count).map(open).collect::<Vec<_>>())
     })();
     crate::backend::gpu::collect_devices(crate::device::Backend::Hip, "hipInit", Ok(found))
 }

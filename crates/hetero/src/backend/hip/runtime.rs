@@ -108,8 +108,8 @@ impl Runtime for Hip {
         let mut name = [0 as c_char; 256];
         // SAFETY: name holds 256 bytes, as passed.
         check("hipDeviceGetName", unsafe { hip::hipDeviceGetName(name.as_mut_ptr(), 256, self.ordinal) })?;
-        // SAFETY: HIP NUL-terminates the name within the buffer.
-        let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+        // Read to the buffer's end at most: a library may leave no NUL.
+        let name = crate::backend::gpu::loader::text_of(&name);
         let mut total: usize = 0;
         // SAFETY: total is a valid out-pointer.
         check("hipDeviceTotalMem", unsafe { hip::hipDeviceTotalMem(&mut total, self.ordinal) })?;
@@ -119,12 +119,11 @@ impl Runtime for Hip {
         let major = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMajor)?;
         let minor = self.raw_attribute(hip::hipDeviceAttribute_t_hipDeviceAttributeComputeCapabilityMinor)?;
         let mut bus = [0 as c_char; 64];
-        // SAFETY: bus holds 64 bytes, as passed; HIP NUL-terminates within them.
+        // SAFETY: bus holds 64 bytes, as passed.
         let pci_bus_id =
             check("hipDeviceGetPCIBusId", unsafe { hip::hipDeviceGetPCIBusId(bus.as_mut_ptr(), 64, self.ordinal) })
                 .ok()
-                // SAFETY: NUL-terminated by HIP on success.
-                .map(|()| unsafe { CStr::from_ptr(bus.as_ptr()) }.to_string_lossy().to_lowercase());
+                .map(|()| crate::backend::gpu::loader::text_of(&bus).to_lowercase());
         Ok(Identity {
             pci_bus_id,
             // hipDeviceGetUuid is not read: the HIP-on-NVIDIA harness's
