@@ -435,18 +435,26 @@ fn request_that_cannot_run_keeps_existing_reports() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A fresh folder of `case` holding `name`, a host run's scan report, and
+/// the report as JSON.
+fn scan_report(case: &str, name: &str) -> (PathBuf, serde_json::Value) {
+    let dir = scratch(case);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let out = conform(&["--backend", "host", "--workload", "scan", "--json", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (dir, report)
+}
+
 /// `--against` a report with no results (no runs, or a run that checked
 /// nothing) is refused before anything runs, with the old outputs left as
 /// they were. It was found out after the whole run, which then exited 2
 /// and wrote none of its reports: a large run on a GPU node was lost.
 #[test]
 fn against_a_report_without_results_is_refused_before_the_run() {
-    let dir = scratch("against-empty");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, old) = scan_report("against-empty", "old.json");
     let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
-    let out = conform(&["--backend", "host", "--workload", "scan", "--json", &path("old.json")]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let old: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path("old.json")).unwrap()).unwrap();
     let mut no_runs = old.clone();
     no_runs["runs"] = serde_json::json!([]);
     let mut no_results = old.clone();
@@ -494,13 +502,8 @@ fn against_a_report_without_results_is_refused_before_the_run() {
 /// large results with small ones (false +9900% regressions).
 #[test]
 fn reports_of_different_sizes_are_not_merged() {
-    let dir = scratch("merge-sizes");
-    std::fs::create_dir_all(&dir).unwrap();
+    let (dir, mut large) = scan_report("merge-sizes", "small.json");
     let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
-    let out = conform(&["--backend", "host", "--workload", "scan", "--json", &path("small.json")]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let mut large: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path("small.json")).unwrap()).unwrap();
     large["size"] = "large".into();
     std::fs::write(path("large.json"), large.to_string()).unwrap();
     let refused = report_tool(&["merge", &path("small.json"), &path("large.json"), "--json", &path("merged.json")]);
