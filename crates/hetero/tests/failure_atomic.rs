@@ -314,3 +314,45 @@ fn a_peer_copy_that_fails_twice_names_both_faults() {
     assert_eq!(hetero::faults::injected_ids(&err).len(), 2, "both faults are named: {err}");
     assert!(got.iter().all(|&v| v == 4), "the copy itself ran");
 }
+
+/// Every call that takes a handle counts in `FaultLog::invalid_handles`
+/// when the device no longer has it: `copy_peer`, the peer waits, `kernel`,
+/// `kernel_limits` and the graph calls were not counted, so a stress run's
+/// "calls on released handles: 0" could not see them.
+#[test]
+fn calls_on_released_handles_are_counted_for_every_call() {
+    use hetero::{DeviceRange, GraphId, KernelId, ModuleId, PeerRange};
+    type Call<'a> = Box<dyn Fn() -> hetero::Result<()> + 'a>;
+    let device = Faulty::new(HostDevice::new(), FaultPlan::none());
+    let log = device.log();
+    let stream = device.create_stream(hetero::StreamFlags::default()).unwrap();
+    let event = device.create_event().unwrap();
+    let (a, b) = (device.alloc_device(64).unwrap(), device.alloc_device(64).unwrap());
+    // SAFETY: all are this device's; nothing is queued on them.
+    unsafe {
+        device.destroy_stream(stream).unwrap();
+        device.destroy_event(event).unwrap();
+        device.free(a).unwrap();
+        device.free(b).unwrap();
+    }
+    let range = |alloc| PeerRange::new(&device, DeviceRange { alloc, offset: 0, len: 64 });
+    let peer = device.as_peer();
+    // SAFETY (every call): the handles are released, which the device
+    // refuses before it touches anything.
+    let calls: Vec<(&str, Call<'_>)> = vec![
+        ("copy_peer", Box::new(|| unsafe { device.copy_peer(range(a), range(b), stream).map(|_| ()) })),
+        ("stream_wait_peer_event", Box::new(|| unsafe { device.stream_wait_peer_event(stream, peer, event) })),
+        ("stream_wait_peer_settled", Box::new(|| unsafe { device.stream_wait_peer_settled(stream, peer, event) })),
+        ("kernel", Box::new(|| unsafe { device.kernel(ModuleId(u64::MAX), "k").map(|_| ()) })),
+        ("kernel_limits", Box::new(|| unsafe { device.kernel_limits(KernelId(u64::MAX)).map(|_| ()) })),
+        ("launch_graph", Box::new(|| unsafe { device.launch_graph(GraphId(u64::MAX), stream) })),
+        ("update_graph", Box::new(|| unsafe { device.update_graph(GraphId(u64::MAX), &[]) })),
+        ("destroy_graph", Box::new(|| unsafe { device.destroy_graph(GraphId(u64::MAX)) })),
+    ];
+    for (name, call) in calls {
+        let before = log.invalid_handles();
+        let err = call().unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidHandle, "{name}: {err}");
+        assert_eq!(log.invalid_handles(), before + 1, "{name} is counted");
+    }
+}
