@@ -337,17 +337,65 @@ fn calls_on_released_handles_are_counted_for_every_call() {
     }
     let range = |alloc| PeerRange::new(&device, DeviceRange { alloc, offset: 0, len: 64 });
     let peer = device.as_peer();
-    // SAFETY (every call): the handles are released, which the device
-    // refuses before it touches anything.
+    // Each call names released handles, which the device refuses before
+    // it touches anything.
     let calls: Vec<(&str, Call<'_>)> = vec![
-        ("copy_peer", Box::new(|| unsafe { device.copy_peer(range(a), range(b), stream).map(|_| ()) })),
-        ("stream_wait_peer_event", Box::new(|| unsafe { device.stream_wait_peer_event(stream, peer, event) })),
-        ("stream_wait_peer_settled", Box::new(|| unsafe { device.stream_wait_peer_settled(stream, peer, event) })),
-        ("kernel", Box::new(|| unsafe { device.kernel(ModuleId(u64::MAX), "k").map(|_| ()) })),
-        ("kernel_limits", Box::new(|| unsafe { device.kernel_limits(KernelId(u64::MAX)).map(|_| ()) })),
-        ("launch_graph", Box::new(|| unsafe { device.launch_graph(GraphId(u64::MAX), stream) })),
-        ("update_graph", Box::new(|| unsafe { device.update_graph(GraphId(u64::MAX), &[]) })),
-        ("destroy_graph", Box::new(|| unsafe { device.destroy_graph(GraphId(u64::MAX)) })),
+        (
+            "copy_peer",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.copy_peer(range(a), range(b), stream).map(|_| ()) }
+            }),
+        ),
+        (
+            "stream_wait_peer_event",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.stream_wait_peer_event(stream, peer, event) }
+            }),
+        ),
+        (
+            "stream_wait_peer_settled",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.stream_wait_peer_settled(stream, peer, event) }
+            }),
+        ),
+        (
+            "kernel",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.kernel(ModuleId(u64::MAX), "k").map(|_| ()) }
+            }),
+        ),
+        (
+            "kernel_limits",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.kernel_limits(KernelId(u64::MAX)).map(|_| ()) }
+            }),
+        ),
+        (
+            "launch_graph",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.launch_graph(GraphId(u64::MAX), stream) }
+            }),
+        ),
+        (
+            "update_graph",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.update_graph(GraphId(u64::MAX), &[]) }
+            }),
+        ),
+        (
+            "destroy_graph",
+            Box::new(|| {
+                // SAFETY: released handles, refused (the comment above).
+                unsafe { device.destroy_graph(GraphId(u64::MAX)) }
+            }),
+        ),
     ];
     for (name, call) in calls {
         let before = log.invalid_handles();
