@@ -167,6 +167,13 @@ impl<T> Handles<T> {
         Ok(())
     }
 
+    /// Drops the retired objects that `busy` says are done (as each
+    /// [`Handles::retire`] does), so that a count of live handles does not
+    /// include streams that finished since the last release.
+    pub(crate) fn drop_finished(&self, busy: impl Fn(&T) -> bool) {
+        self.retired.lock().unwrap_or_else(PoisonError::into_inner).retain(|o| busy(o));
+    }
+
     /// Objects in the table, retired ones still in use included.
     pub(crate) fn live(&self) -> usize {
         self.read(|map| map.len()) + self.retired.lock().unwrap_or_else(PoisonError::into_inner).len()

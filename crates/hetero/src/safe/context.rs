@@ -66,8 +66,9 @@ impl<D: Device> Context<D> {
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             self.device.cache().trim(&self.device, kind);
         }
-        self.device.trim_spare();
+        // Bridges first: a bridge let go gives its spare event to the device.
         super::peer::prune_bridges(&self.device);
+        self.device.trim_spare();
         self.device.reap();
     }
 

@@ -219,6 +219,7 @@ impl Device for HostDevice {
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {
+        self.streams.drop_finished(|s| !matches!(s.query(), Ok(true)));
         Some(LiveHandles {
             streams: self.streams.live(),
             events: self.events.live(),

@@ -956,6 +956,7 @@ impl Device for OpenClDevice {
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {
+        self.streams.drop_finished(|s| !matches!(s.is_idle(), Ok(true)));
         Some(LiveHandles {
             streams: self.streams.live(),
             events: self.events.live(),
