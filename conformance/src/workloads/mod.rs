@@ -41,7 +41,7 @@ impl Size {
     }
 }
 
-/// One of the four workloads.
+/// One of the five workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {

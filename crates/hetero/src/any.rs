@@ -185,6 +185,40 @@ pub fn backend_devices(backend: Backend) -> Result<Vec<AnyDevice>> {
     Ok(found.devices)
 }
 
+/// The order [`best_device`] tries the backends in: the GPU runtimes
+/// first, the host last.
+pub const PREFERENCE: [Backend; 4] = [Backend::Cuda, Backend::Hip, Backend::OpenCl, Backend::Host];
+
+/// The device to use when any will do: the first device of the first
+/// compiled-in backend usable here, in [`PREFERENCE`] order (CUDA, HIP,
+/// OpenCL, then the host). The error names every backend's reason when
+/// none is usable (only possible without the `host` feature).
+///
+/// ```
+/// let ctx = hetero::Context::new(hetero::best_device()?);
+/// println!("running on {}", ctx.info().name);
+/// # Ok::<(), hetero::Error>(())
+/// ```
+pub fn best_device() -> Result<AnyDevice> {
+    let mut reasons = Vec::new();
+    for backend in PREFERENCE.into_iter().filter(|&b| is_compiled(b)) {
+        let mut found = discover(backend);
+        if !found.devices.is_empty() {
+            return Ok(found.devices.remove(0));
+        }
+        reasons.extend(found.unavailable.into_iter().map(|e| e.to_string()));
+    }
+    if reasons.is_empty() {
+        reasons.push("no backend is compiled in (cargo features host, opencl, cuda, hip of hetero)".into());
+    }
+    Err(Error::new(
+        Backend::Host,
+        "best_device",
+        ErrorKind::Unavailable,
+        format!("no usable device: {}", reasons.join("; ")),
+    ))
+}
+
 /// Every usable device of every compiled-in backend, with the reason for
 /// each backend, platform or device that could not be used.
 pub fn devices() -> Discovery {

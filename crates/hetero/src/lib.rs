@@ -65,8 +65,8 @@ pub mod testing;
 mod types;
 
 pub use any::{
-    AnyDevice, Discovery, HOST_DEVICES_ENV, MAX_HOST_DEVICES, backend_devices, compiled_backends, devices, discover,
-    is_compiled,
+    AnyDevice, Discovery, HOST_DEVICES_ENV, MAX_HOST_DEVICES, PREFERENCE, backend_devices, best_device,
+    compiled_backends, devices, discover, is_compiled,
 };
 pub use block::BlockRequest;
 pub use device::{
@@ -98,7 +98,19 @@ pub use hetero_kernels as kernels;
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// The Rust examples of `docs/frameworks.md`, compiled and run as doctests.
+/// The Rust examples of the guides in `docs/guide/`, compiled and run as doctests.
 #[cfg(doctest)]
-#[doc = include_str!("../../../docs/frameworks.md")]
-pub struct FrameworksDoctests;
+pub mod guide_doctests {
+    #[doc = include_str!("../../../docs/guide/frameworks.md")]
+    pub struct Frameworks;
+    #[doc = include_str!("../../../docs/guide/kernels.md")]
+    pub struct Kernels;
+    #[doc = include_str!("../../../docs/guide/several-devices.md")]
+    pub struct SeveralDevices;
+    #[doc = include_str!("../../../docs/guide/algorithms.md")]
+    pub struct Algorithms;
+    #[doc = include_str!("../../../docs/guide/graphs.md")]
+    pub struct Graphs;
+    #[doc = include_str!("../../../docs/guide/profiling.md")]
+    pub struct Profiling;
+}

@@ -53,3 +53,17 @@ fn objects_of_two_backends_do_not_mix() {
     assert_eq!(err.kind, ErrorKind::DeviceMismatch);
     assert!(err.message.contains("host") && err.message.contains("opencl"), "{err}");
 }
+
+/// `best_device` takes the first usable backend in the documented order:
+/// the host here unless a GPU or OpenCL backend finds a device first.
+#[test]
+fn the_best_device_follows_the_preference_order() {
+    let device = hetero::best_device().unwrap();
+    let chosen = hetero::Device::info(&device).backend;
+    let first_usable = hetero::PREFERENCE
+        .into_iter()
+        .filter(|&b| hetero::is_compiled(b))
+        .find(|&b| !hetero::discover(b).devices.is_empty())
+        .unwrap();
+    assert_eq!(chosen, first_usable);
+}

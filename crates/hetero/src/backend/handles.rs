@@ -170,6 +170,7 @@ impl<T> Handles<T> {
     /// Drops the retired objects that `busy` says are done (as each
     /// [`Handles::retire`] does), so that a count of live handles does not
     /// include streams that finished since the last release.
+    #[cfg(any(feature = "host", feature = "opencl"))]
     pub(crate) fn drop_finished(&self, busy: impl Fn(&T) -> bool) {
         self.retired.lock().unwrap_or_else(PoisonError::into_inner).retain(|o| busy(o));
     }
