@@ -27,12 +27,16 @@
 //! - **Changed between replays without recording again**: a bound buffer
 //!   for another of the same length and type ([`Graph::rebind`],
 //!   [`Graph::rebind_mut`]) and a launch's scalar arguments
-//!   ([`Graph::set_arg`]). Backends with graphs of their own (CUDA, HIP)
-//!   update the built graph before the next replay.
+//!   ([`Graph::set_arg`]). Backends with graphs of their own (CUDA, HIP,
+//!   OpenCL with command buffers) update the built graph before the next
+//!   replay.
 //! - **Backends.** CUDA and HIP capture the nodes into a runtime graph,
-//!   instantiated once ([`Device::native_graphs`]); the host and OpenCL
-//!   backends replay the recorded nodes one by one on the replaying
-//!   stream, in recorded order (an order they may run in).
+//!   instantiated once; OpenCL records them into command buffers where the
+//!   device has `cl_khr_command_buffer` (unless
+//!   `HETERO_OPENCL_GRAPHS=replay`) ([`Device::native_graphs`]). The host
+//!   backend, and OpenCL without command buffers, replay the recorded
+//!   nodes one by one on the replaying stream, in recorded order (an order
+//!   they may run in).
 
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
