@@ -135,7 +135,7 @@ fn a_block_in_use_on_one_stream_is_not_reused_on_another() {
     });
 }
 
-/// Invariant (spare marks, `safe/shared.rs`): a tracking event goes back
+/// Invariant (spare marks, `safe/marks.rs`, `safe/state.rs`): a tracking event goes back
 /// to the spares exactly once, when the last holder of its mark gives it
 /// up, however threads interleave the giving up; and an allocation dropped
 /// while its work is queued is freed once, after that work. Three threads

@@ -304,6 +304,46 @@ fn library_layers_hold_as_imports() {
     }
 }
 
+/// The typed layer's files import only downwards, floor by floor: plain
+/// data at the ground (tracking marks; the allocator's blocks and options,
+/// bridges and the waiter's queue over them), then the per-device state,
+/// the tracker, behaviour over the state (allocation, completion), buffers,
+/// launch arguments and events, modules, streams, the work that spans
+/// streams and devices (peer copies, graphs), and the context at the top
+/// (ARCHITECTURE.md). The files were one import circle: the ground file
+/// imported the allocator, the waiter and the peer bridges, the top floor.
+#[test]
+fn typed_layer_floors_hold_as_imports() {
+    let floors: [&[&str]; 11] = [
+        &["marks"],
+        &["cache", "bridge", "waiter"],
+        &["state"],
+        &["tracker"],
+        &["alloc", "completion"],
+        &["buffer"],
+        &["args", "event"],
+        &["module"],
+        &["stream"],
+        &["peer", "graph"],
+        &["context"],
+    ];
+    let floor = |m: &str| floors.iter().position(|f| f.iter().any(|name| m == format!("safe/{name}")));
+    let graph = import_graph(&workspace().join("crates/hetero/src"), 2);
+    let layer: BTreeMap<String, BTreeSet<String>> = graph
+        .iter()
+        .filter(|(m, _)| m.starts_with("safe/"))
+        .map(|(m, targets)| (m.clone(), targets.iter().filter(|t| t.starts_with("safe/")).cloned().collect()))
+        .collect();
+    assert_eq!(cycle(&layer), None, "{layer:?}");
+    for (from, targets) in &layer {
+        let rank = floor(from).unwrap_or_else(|| panic!("`{from}` has no floor in this test"));
+        for to in targets {
+            let below = floor(to).unwrap_or_else(|| panic!("`{from}` imports `{to}`, which has no floor"));
+            assert!(below < rank, "`{from}` (floor {rank}) imports `{to}` (floor {below}): imports go down only");
+        }
+    }
+}
+
 /// The conformance suite's files import in no circle, and its report
 /// formats are leaves over the report model: none imports another, and the
 /// model imports none (the model imported the HTML page for its images,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
-use super::alloc::{Block, MemoryKind, Taken};
-use super::shared::Shared;
+use super::cache::{Block, HostAddr, MemoryKind, Taken};
+use super::state::DeviceState;
 use super::tracker::{Access, Tracker};
 use crate::AnyDevice;
 use crate::device::{AllocId, Device, DeviceRange, StreamId};
@@ -31,7 +31,7 @@ pub enum Pinned {}
 /// An owned allocation of `len` elements of `T`, on the device (`K =
 /// OnDevice`) or pinned on the host (`K = Pinned`).
 pub struct Buffer<T, K, D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) alloc: AllocId,
     pub(crate) tracker: Tracker,
     /// The host address of a pinned allocation, read once when it was
@@ -45,18 +45,6 @@ pub struct Buffer<T, K, D: Device = AnyDevice> {
     cached: bool,
     _marker: PhantomData<(fn() -> T, K)>,
 }
-
-/// The host address of a pinned allocation, kept by its buffer so that a
-/// copy need not look it up. Only an address: whoever dereferences it
-/// answers for the access, as with [`Device::pinned_ptr`].
-#[derive(Clone, Copy)]
-pub(crate) struct HostAddr(pub(crate) NonNull<u8>);
-
-// SAFETY: an address is plain data; every access through it is ordered by
-// the owning buffer's tracker and borrows, whichever thread makes it.
-unsafe impl Send for HostAddr {}
-// SAFETY: as above.
-unsafe impl Sync for HostAddr {}
 
 /// A buffer in device memory.
 pub type DeviceBuffer<T, D = AnyDevice> = Buffer<T, OnDevice, D>;
@@ -73,7 +61,7 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
     /// Wraps what the allocator gave; it must hold `len * size_of::<T>()`
     /// bytes (aligned for `T` when pinned) and be owned by the new buffer,
     /// which inherits the marks of its pending uses.
-    pub(crate) fn from_taken(device: Arc<Shared<D>>, taken: Taken, kind: MemoryKind, len: usize) -> Self {
+    pub(crate) fn from_taken(device: Arc<DeviceState<D>>, taken: Taken, kind: MemoryKind, len: usize) -> Self {
         Self {
             device,
             alloc: taken.alloc,
@@ -152,7 +140,7 @@ impl<T: Pod, D: Device> DeviceBuffer<T, D> {
     /// Device memory for `len` elements, contents unspecified, from the
     /// allocator (reusing blocks whose pending uses are all on `stream`,
     /// when given).
-    pub(crate) fn alloc(device: &Arc<Shared<D>>, len: usize, stream: Option<StreamId>) -> Result<Self> {
+    pub(crate) fn alloc(device: &Arc<DeviceState<D>>, len: usize, stream: Option<StreamId>) -> Result<Self> {
         let bytes = byte_len::<T, D>(device, len, "alloc_device")?;
         let taken = device.take(MemoryKind::Device, bytes, stream)?;
         Ok(Self::from_taken(Arc::clone(device), taken, MemoryKind::Device, len))
@@ -181,7 +169,7 @@ impl<T: Pod, D: Device> DeviceBuffer<T, D> {
 
 /// The size in bytes of `len` elements of `T`, or an error naming `call`
 /// when it overflows.
-pub(crate) fn byte_len<T, D: Device>(device: &Shared<D>, len: usize, call: &'static str) -> Result<usize> {
+pub(crate) fn byte_len<T, D: Device>(device: &DeviceState<D>, len: usize, call: &'static str) -> Result<usize> {
     len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
         Error::new(
             device.info().backend,
@@ -305,7 +293,7 @@ impl<'a, T: Pod, K, D: Device> From<&'a mut Buffer<T, K, D>> for SliceMut<'a, T,
 /// What the typed layer needs of a view to enqueue work on it (opaque).
 #[doc(hidden)]
 pub struct View<'a, D: Device> {
-    pub(crate) device: &'a Arc<Shared<D>>,
+    pub(crate) device: &'a Arc<DeviceState<D>>,
     pub(crate) alloc: AllocId,
     pub(crate) tracker: &'a Tracker,
     host: Option<HostAddr>,
@@ -464,7 +452,7 @@ impl<'a, D: Device> View<'a, D> {
 
 /// The host address a pinned buffer keeps, or an error for device memory
 /// (which the sealed copy kinds never ask for).
-fn host_base<D: Device>(host: Option<HostAddr>, device: &Shared<D>) -> Result<NonNull<u8>> {
+fn host_base<D: Device>(host: Option<HostAddr>, device: &DeviceState<D>) -> Result<NonNull<u8>> {
     host.map(|h| h.0).ok_or_else(|| {
         Error::new(device.info().backend, "pinned_ptr", ErrorKind::InvalidHandle, "device memory has no host address")
     })

@@ -23,73 +23,15 @@ use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, PoisonError, Weak};
-use std::task::{Context as TaskContext, Poll, Waker};
+use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use super::shared::{Mark, Shared};
+use super::marks::Mark;
+use super::state::DeviceState;
+use super::waiter::{Entry, Slot, Then, Waiter};
 use crate::device::{Device, EventId, StreamId};
 use crate::error::{Error, ErrorKind, Result};
-use crate::sync::{Builder, Condvar, Mutex, MutexGuard, yield_now};
-
-/// What to do when an entry's event completes.
-enum Then {
-    Wake(Arc<Slot>),
-    Call(Box<dyn FnOnce(Result<()>) + Send>),
-}
-
-/// One pending completion.
-struct Entry<D: Device> {
-    key: u64,
-    event: EventId,
-    /// The mark the entry owns (callbacks), recycled once delivered.
-    mark: Option<Mark>,
-    then: Then,
-    /// Keeps the device (and so the event) alive while pending.
-    _device: Arc<Shared<D>>,
-}
-
-struct Queue<D: Device> {
-    /// Futures' entries, each on its own.
-    futures: Vec<Entry<D>>,
-    /// Callbacks per stream, in the order they were queued: only the first
-    /// of each stream is polled.
-    callbacks: Vec<(StreamId, VecDeque<Entry<D>>)>,
-    next_key: u64,
-    /// The waker thread runs (or was started).
-    running: bool,
-    /// The device is gone: the thread ends.
-    shutdown: bool,
-    /// Something was registered since the thread last looked.
-    news: bool,
-    /// The thread waits on the signal (registrations wake it only then:
-    /// a wake-up is a system call).
-    asleep: bool,
-}
-
-/// The pending completions of one device and the waker thread's signal.
-///
-/// Invariant: every entry's event belongs to the device and stays live
-/// while the entry is queued or a pass that saw it runs: the waker thread
-/// queries events only while holding `pass`, and a future that cancels its
-/// entry takes `pass` once before its event may go. Callback entries are
-/// removed only by the waker thread. Registration takes only `queue`, so
-/// it never waits for the driver calls of a pass.
-pub(crate) struct Waiter<D: Device> {
-    queue: Mutex<Queue<D>>,
-    pass: Mutex<()>,
-    signal: Condvar,
-}
-
-/// The result slot of a future, filled by the waker thread.
-struct Slot {
-    state: Mutex<(Option<Result<()>>, Option<Waker>)>,
-}
-
-impl Slot {
-    fn lock(&self) -> MutexGuard<'_, (Option<Result<()>>, Option<Waker>)> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+use crate::sync::{Builder, Mutex, yield_now};
 
 /// Time spent yielding after news before the thread starts sleeping.
 const SPIN: Duration = Duration::from_micros(100);
@@ -100,43 +42,11 @@ const POLL_GAP: Duration = Duration::from_micros(5);
 const CALLBACKS_PER_PASS: usize = 64;
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
-impl<D: Device> Queue<D> {
-    fn is_empty(&self) -> bool {
-        self.futures.is_empty() && self.callbacks.is_empty()
-    }
-}
-
 impl<D: Device> Waiter<D> {
-    pub(crate) fn new() -> Self {
-        Self {
-            queue: Mutex::new(Queue {
-                futures: Vec::new(),
-                callbacks: Vec::new(),
-                next_key: 0,
-                running: false,
-                shutdown: false,
-                news: false,
-                asleep: false,
-            }),
-            pass: Mutex::new(()),
-            signal: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Queue<D>> {
-        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Ends the waker thread (the device is being dropped).
-    pub(crate) fn shut_down(&self) {
-        self.lock().shutdown = true;
-        self.signal.notify_all();
-    }
-
     /// Queues `then` for when `event`'s latest recording completes; returns
     /// the entry's key.
     fn register(
-        shared: &Arc<Shared<D>>,
+        shared: &Arc<DeviceState<D>>,
         event: EventId,
         stream: Option<StreamId>,
         mark: Option<Mark>,
@@ -160,7 +70,14 @@ impl<D: Device> Waiter<D> {
         let key = queue.next_key;
         queue.next_key += 1;
         queue.news = true;
-        let entry = Entry { key, event, mark, then, _device: Arc::clone(shared) };
+        let entry = Entry {
+            key,
+            event,
+            mark,
+            then,
+            _device: Arc::clone(shared) as Arc<dyn std::any::Any + Send + Sync>,
+            _kind: PhantomData,
+        };
         match stream {
             None => queue.futures.push(entry),
             Some(s) => match queue.callbacks.iter_mut().find(|(id, _)| *id == s) {
@@ -226,7 +143,7 @@ unsafe fn outcome<D: Device>(device: &D, event: EventId) -> Result<()> {
 }
 
 /// The waker thread: polls until the device is gone.
-fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
+fn run<D: Device>(weak: &Weak<DeviceState<D>>, waiter: &Waiter<D>) {
     let mut since = Instant::now();
     loop {
         {
@@ -275,7 +192,7 @@ fn run<D: Device>(weak: &Weak<Shared<D>>, waiter: &Waiter<D>) {
 ///
 /// # Safety
 /// `event` must be a live event of `shared`'s device.
-unsafe fn settled<D: Device>(shared: &Shared<D>, event: EventId) -> Option<Result<()>> {
+unsafe fn settled<D: Device>(shared: &DeviceState<D>, event: EventId) -> Option<Result<()>> {
     // SAFETY: as the caller promises.
     match unsafe { shared.query_event(event) } {
         // SAFETY: as above; the recording completed.
@@ -290,7 +207,7 @@ unsafe fn settled<D: Device>(shared: &Shared<D>, event: EventId) -> Option<Resul
 /// one still pending holds back the rest of its stream. The events are
 /// queried with the queue unlocked (the Waiter invariant says why that is
 /// safe), so registrations go on meanwhile.
-fn poll<D: Device>(shared: &Shared<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Result<()>)> {
+fn poll<D: Device>(shared: &DeviceState<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Result<()>)> {
     let _pass = waiter.pass.lock().unwrap_or_else(PoisonError::into_inner);
     let (futures, callbacks) = {
         let queue = waiter.lock();
@@ -330,7 +247,7 @@ fn poll<D: Device>(shared: &Shared<D>, waiter: &Waiter<D>) -> Vec<(Entry<D>, Res
     done
 }
 
-fn deliver<D: Device>(shared: &Shared<D>, entry: Entry<D>, result: Result<()>) {
+fn deliver<D: Device>(shared: &DeviceState<D>, entry: Entry<D>, result: Result<()>) {
     match entry.then {
         Then::Wake(slot) => {
             let waker = {
@@ -353,7 +270,7 @@ fn deliver<D: Device>(shared: &Shared<D>, entry: Entry<D>, result: Result<()>) {
 /// Queues `f` to run on the waker thread once `mark`, recorded on
 /// `stream`, completes (after the stream's earlier callbacks).
 pub(crate) fn then<D: Device>(
-    shared: &Arc<Shared<D>>,
+    shared: &Arc<DeviceState<D>>,
     stream: StreamId,
     mark: Mark,
     f: Box<dyn FnOnce(Result<()>) + Send>,
@@ -368,7 +285,7 @@ pub(crate) fn then<D: Device>(
 /// it before it resolves cancels the wait, nothing else.
 #[must_use = "a future does nothing unless awaited"]
 pub struct Completion<'a, D: Device> {
-    shared: Arc<Shared<D>>,
+    shared: Arc<DeviceState<D>>,
     state: State,
     /// The mark this future owns (stream completions), recycled on drop.
     mark: Option<Mark>,
@@ -393,12 +310,12 @@ impl<D: Device> std::fmt::Debug for Completion<'_, D> {
 
 impl<D: Device> Completion<'_, D> {
     /// A future for `event`'s latest recording; `mark` is owned when given.
-    pub(crate) fn new(shared: &Arc<Shared<D>>, event: EventId, mark: Option<Mark>) -> Self {
+    pub(crate) fn new(shared: &Arc<DeviceState<D>>, event: EventId, mark: Option<Mark>) -> Self {
         Self { shared: Arc::clone(shared), state: State::Idle(event), mark, _event: PhantomData }
     }
 
     /// A future that resolves at once with `error`.
-    pub(crate) fn failed(shared: &Arc<Shared<D>>, error: Error) -> Self {
+    pub(crate) fn failed(shared: &Arc<DeviceState<D>>, error: Error) -> Self {
         Self { shared: Arc::clone(shared), state: State::Ready(Err(error)), mark: None, _event: PhantomData }
     }
 }

@@ -5,11 +5,11 @@ use std::sync::atomic::AtomicBool;
 
 use bytemuck::Pod;
 
-use super::alloc::{AllocatorOptions, AllocatorStats, MemoryKind};
 use super::buffer::{DeviceBuffer, PinnedBuffer, byte_len};
+use super::cache::{AllocatorOptions, AllocatorStats, MemoryKind};
 use super::event::{Event, UserEvent};
 use super::module::Module;
-use super::shared::Shared;
+use super::state::DeviceState;
 use super::stream::Stream;
 use crate::AnyDevice;
 use crate::device::{Device, DeviceInfo, StreamFlags};
@@ -22,7 +22,7 @@ use crate::sync::Mutex;
 /// Cloning is cheap; objects from two contexts never mix (they fail with
 /// [`ErrorKind::DeviceMismatch`]).
 pub struct Context<D: Device = AnyDevice> {
-    device: Arc<Shared<D>>,
+    device: Arc<DeviceState<D>>,
 }
 
 impl<D: Device> Clone for Context<D> {
@@ -45,13 +45,13 @@ impl<D: Device> Context<D> {
     /// naming it.
     pub fn new(device: D) -> Self {
         let options = AllocatorOptions::from_env(device.info().backend);
-        Self { device: Arc::new(Shared::new(device, options)) }
+        Self { device: Arc::new(DeviceState::new(device, options)) }
     }
 
     /// Takes ownership of a device, with exactly these allocator options
     /// ([`crate::ALLOCATOR_ENV`] is not read).
     pub fn with_allocator(device: D, options: AllocatorOptions) -> Self {
-        Self { device: Arc::new(Shared::new(device, Ok(options))) }
+        Self { device: Arc::new(DeviceState::new(device, Ok(options))) }
     }
 
     /// What the allocator did so far, per memory kind.

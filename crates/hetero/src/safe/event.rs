@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::completion::Completion;
-use super::same_device;
-use super::shared::Shared;
+use super::state::DeviceState;
+use super::state::same_device;
 use crate::AnyDevice;
 use crate::device::{Device, EventId};
 use crate::error::{Error, ErrorKind, Result};
@@ -14,7 +14,7 @@ use crate::markers;
 
 /// An event owned by the typed layer; released on drop.
 pub struct Event<D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: EventId,
     /// The latest recording was on a stream created without timing.
     pub(crate) untimed: AtomicBool,
@@ -78,7 +78,7 @@ impl<D: Device> Drop for Event<D> {
 /// on it until [`UserEvent::complete`] is called. Dropping it completes it,
 /// so a forgotten gate cannot hold a stream forever.
 pub struct UserEvent<D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: EventId,
 }
 
@@ -114,7 +114,7 @@ impl<D: Device> Drop for UserEvent<D> {
 pub trait Waitable<D: Device>: private::Sealed {
     /// The device and raw event.
     #[doc(hidden)]
-    fn raw(&self) -> (&Arc<Shared<D>>, EventId);
+    fn raw(&self) -> (&Arc<DeviceState<D>>, EventId);
     /// Whether it is a [`UserEvent`] (a gate), which only streams of its
     /// own device may wait on.
     #[doc(hidden)]
@@ -128,7 +128,7 @@ mod private {
 }
 
 impl<D: Device> Waitable<D> for Event<D> {
-    fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
+    fn raw(&self) -> (&Arc<DeviceState<D>>, EventId) {
         (&self.device, self.id)
     }
 
@@ -138,7 +138,7 @@ impl<D: Device> Waitable<D> for Event<D> {
 }
 
 impl<D: Device> Waitable<D> for UserEvent<D> {
-    fn raw(&self) -> (&Arc<Shared<D>>, EventId) {
+    fn raw(&self) -> (&Arc<DeviceState<D>>, EventId) {
         (&self.device, self.id)
     }
 

@@ -29,7 +29,7 @@
 //! - **Faults travel with events.** A stream that waits on an event of a
 //!   stream that failed fails too; the error surfaces where the user
 //!   synchronises.
-//! - **The raw [`Device`] is `unsafe`.** Every trait method that takes a
+//! - **The raw [`Device`](crate::Device) is `unsafe`.** Every trait method that takes a
 //!   handle is an `unsafe fn`; the objects here own their handles and are
 //!   the safe way in. [`Waitable`] and [`CopyKind`] are sealed.
 //!
@@ -57,52 +57,33 @@
 //! ```
 
 mod alloc;
+mod args;
+mod bridge;
 mod buffer;
+mod cache;
 mod completion;
 mod context;
 mod event;
 mod graph;
+mod marks;
 mod module;
 mod peer;
-mod shared;
+mod state;
 mod stream;
 mod tracker;
+mod waiter;
 
-use std::sync::Arc;
-
-pub use alloc::{
-    ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, KindStats, MAX_BLOCK, MIN_BLOCK, MemoryKind,
-};
+pub use args::Arg;
 pub use buffer::{
     Buffer, DeviceBuffer, DeviceSlice, DeviceSliceMut, Halves, OnDevice, Pinned, PinnedBuffer, PinnedSlice,
     PinnedSliceMut, Slice, SliceMut,
+};
+pub use cache::{
+    ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, KindStats, MAX_BLOCK, MIN_BLOCK, MemoryKind,
 };
 pub use completion::Completion;
 pub use context::Context;
 pub use event::{Event, UserEvent, Waitable};
 pub use graph::{Graph, GraphArg, GraphBuffer, GraphEvent, GraphSlice, GraphStream, Node, Recorder};
 pub use module::{Kernel, Module};
-pub use stream::{Arg, CopyKind, Stream};
-
-use crate::device::Device;
-use crate::error::{Error, ErrorKind, Result};
-use shared::Shared;
-
-/// Errors unless `a` and `b` are the same device instance.
-pub(crate) fn same_device<D: Device>(a: &Arc<Shared<D>>, b: &Arc<Shared<D>>, call: &'static str) -> Result<()> {
-    if Arc::ptr_eq(a, b) {
-        return Ok(());
-    }
-    Err(Error::new(
-        a.info().backend,
-        call,
-        ErrorKind::DeviceMismatch,
-        format!(
-            "objects of two devices used together ({} `{}` and {} `{}`); create every stream, event, buffer and module from the same Context",
-            a.info().backend,
-            a.info().name,
-            b.info().backend,
-            b.info().name
-        ),
-    ))
-}
+pub use stream::{CopyKind, Stream};

@@ -3,8 +3,8 @@
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
 
-use super::shared::Shared;
-use super::stream::Arg;
+use super::args::Arg;
+use super::state::DeviceState;
 use crate::AnyDevice;
 use crate::block::BlockRequest;
 use crate::device::KernelLimits;
@@ -14,7 +14,7 @@ use crate::signature::{self, Given, Param};
 
 /// Kernels built from one portable source for one device.
 pub struct Module<D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: ModuleId,
     /// Each kernel's parameter declarations, parsed from the source
     /// (dynamic shared memory excluded).
@@ -63,7 +63,7 @@ impl<D: Device> Module<D> {
 
 /// One kernel entry point, ready to launch on a [`crate::Stream`].
 pub struct Kernel<D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: KernelId,
     name: String,
     /// The name of its launches' profiler range, `hetero launch <name>`.

@@ -23,46 +23,26 @@
 //! they reach the trackers in the bridge stream's order, as a stream's own
 //! marks do.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytemuck::Pod;
 
+use super::bridge::Bridge;
 use super::buffer::{OnDevice, Slice, SliceMut, View};
 use super::event::Waitable;
-use super::same_device;
-use super::shared::{Recycler, Shared, Spare};
+use super::state::same_device;
+use super::state::{DeviceState, Recycler};
 use super::stream::Stream;
 use super::tracker::{Access, Held};
 use crate::backend::peer::peer_gate_refused_on;
-use crate::device::{Device, EventId, PeerRange, PeerRoute, StreamFlags, StreamId};
+use crate::device::{Device, EventId, PeerRange, PeerRoute, StreamFlags};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Bridge streams a device keeps before it lets idle ones go.
 const MAX_BRIDGES: usize = 16;
 
-/// A stream of the far device that orders its buffers' tracking after peer
-/// copies made on one near stream (`waiter`).
-///
-/// Invariant: `id` is a stream of the device that keeps the bridge, used
-/// only under `order`, which holds its spare mark event.
-pub(crate) struct Bridge {
-    waiter: StreamId,
-    /// The waiter's [`Stream::alive`]: dead once that stream is gone.
-    waiter_alive: Weak<()>,
-    id: StreamId,
-    order: Mutex<Spare>,
-}
-
-impl Bridge {
-    /// The stream and its spare event, when the device goes.
-    pub(crate) fn into_parts(self: Arc<Self>) -> (StreamId, Spare) {
-        let spare = self.order.lock().unwrap_or_else(PoisonError::into_inner).take();
-        (self.id, spare)
-    }
-}
-
 /// The bridge of `far` for peer copies made on `waiter`, made at the first.
-fn bridge_for<D: Device>(far: &Shared<D>, waiter: &Stream<D>) -> Result<Arc<Bridge>> {
+fn bridge_for<D: Device>(far: &DeviceState<D>, waiter: &Stream<D>) -> Result<Arc<Bridge>> {
     let mut bridges = far.bridges();
     if let Some(bridge) = bridges.iter().find(|b| b.waiter == waiter.id) {
         return Ok(Arc::clone(bridge));
@@ -89,7 +69,7 @@ fn bridge_for<D: Device>(far: &Shared<D>, waiter: &Stream<D>) -> Result<Arc<Brid
 /// Lets go of `far`'s bridges whose near streams are gone and that no copy
 /// is using (`Context::trim`): work queued on them still runs, and the
 /// marks they recorded stay valid events.
-pub(crate) fn prune_bridges<D: Device>(far: &Shared<D>) {
+pub(crate) fn prune_bridges<D: Device>(far: &DeviceState<D>) {
     let mut bridges = far.bridges();
     let (keep, gone): (Vec<_>, Vec<_>) =
         bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || b.waiter_alive.strong_count() > 0);
@@ -99,7 +79,7 @@ pub(crate) fn prune_bridges<D: Device>(far: &Shared<D>) {
 }
 
 /// Destroys the streams of bridges taken out of `far`'s list.
-fn release<D: Device>(far: &Shared<D>, gone: Vec<Arc<Bridge>>) {
+fn release<D: Device>(far: &DeviceState<D>, gone: Vec<Arc<Bridge>>) {
     for bridge in gone {
         let (id, spare) = bridge.into_parts();
         far.keep_spare(spare);
@@ -121,7 +101,7 @@ fn release<D: Device>(far: &Shared<D>, gone: Vec<Arc<Bridge>>) {
 /// (`a_failed_far_read_leaves_the_far_buffer_usable`). A far write keeps
 /// the failure: what it left in the buffer is unknown.
 fn track_far<D: Device>(
-    far: &Shared<D>,
+    far: &DeviceState<D>,
     (near_stream, near_event): (&Stream<D>, EventId),
     access: Access,
     held: &mut Held<'_>,
@@ -193,7 +173,7 @@ impl<D: Device> Stream<D> {
             _ => {}
         }
         let (near, far) = if src_here { (&sv, &dv) } else { (&dv, &sv) };
-        let far_device: &Arc<Shared<D>> = far.device;
+        let far_device: &Arc<DeviceState<D>> = far.device;
         if far_device.info().backend != self.backend() {
             same_device(&self.device, far_device, "copy_peer")?;
         }
@@ -213,7 +193,7 @@ impl<D: Device> Stream<D> {
         sv: &View<'_, D>,
         dv: &View<'_, D>,
     ) -> Result<PeerRoute> {
-        let far_shared: &Shared<D> = far.device;
+        let far_shared: &DeviceState<D> = far.device;
         let far_device: &D = far_shared;
         let (mut near_held, mut far_held) = (Held::new(), Held::new());
         near_held.add(near.tracker, near.offset..near.offset + near.len, near.access);

@@ -9,22 +9,24 @@ use crate::sync::Mutex;
 use bytemuck::Pod;
 use smallvec::SmallVec;
 
+use super::args::Arg;
 use super::buffer::{Buffer, OnDevice, Pinned, Slice, SliceMut, View};
 use super::completion::{self, Completion};
 use super::event::Event;
+use super::marks::Spare;
 use super::module::Kernel;
-use super::same_device;
-use super::shared::{Recycler, Shared, Spare};
+use super::state::same_device;
+use super::state::{DeviceState, Recycler};
 use super::tracker::Held;
 use crate::AnyDevice;
-use crate::device::{ArgBytes, Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
+use crate::device::{Backend, Device, INLINE_ARGS, KernelArg, LaunchConfig, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 use crate::markers;
 
 /// An in-order queue of work. Dropping it never blocks: work already
 /// enqueued still runs, and the memory it uses stays alive until it has.
 pub struct Stream<D: Device = AnyDevice> {
-    pub(crate) device: Arc<Shared<D>>,
+    pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: StreamId,
     /// Whether events recorded here can be timed ([`crate::StreamFlags::timing`]).
     pub(crate) timing: bool,
@@ -87,122 +89,6 @@ impl CopyKind<OnDevice> for OnDevice {
         // SAFETY: both views are bounds-checked views of live device
         // allocations whose uses the tracker orders across streams.
         unsafe { device.copy_d2d(src.range(), dst.range(), stream) }
-    }
-}
-
-/// One kernel argument for [`Stream::launch`]: a buffer view (read or
-/// written; the access decides which cross-stream waits are inserted) or a
-/// scalar. Made with `.into()` from slices, buffers and scalars.
-pub enum Arg<'a, D: Device = AnyDevice> {
-    #[doc(hidden)]
-    Buffer(View<'a, D>),
-    #[doc(hidden)]
-    Scalar(KernelArg),
-    #[doc(hidden)]
-    Struct(StructArg),
-}
-
-/// A struct passed by value: its bytes, or why it cannot be passed.
-#[doc(hidden)]
-#[derive(Debug, Clone)]
-pub struct StructArg {
-    pub(crate) bytes: Option<ArgBytes>,
-    pub(crate) rust: &'static str,
-    pub(crate) size: usize,
-    pub(crate) align: usize,
-}
-
-impl StructArg {
-    /// The struct argument of `value`.
-    pub(crate) fn of<T: Pod>(value: &T) -> Self {
-        StructArg {
-            bytes: ArgBytes::of(value),
-            rust: std::any::type_name::<T>(),
-            size: std::mem::size_of::<T>(),
-            align: std::mem::align_of::<T>(),
-        }
-    }
-
-    /// The raw argument: its bytes, or an error when it is too large to
-    /// pass (launch checks refuse those first).
-    pub(crate) fn raw(&self, backend: Backend) -> Result<KernelArg> {
-        match &self.bytes {
-            Some(bytes) => Ok(KernelArg::Bytes(bytes.clone())),
-            None => Err(Error::new(backend, "launch", ErrorKind::InvalidLaunch, "struct argument too large")),
-        }
-    }
-}
-
-impl<D: Device> Arg<'_, D> {
-    /// A `#[repr(C)]` plain-data struct passed by value, for a kernel
-    /// parameter of a struct type the source defines. The launch checks its
-    /// size and alignment against the source's definition where the source
-    /// defines it with scalar fields; at most [`ArgBytes::MAX`] bytes.
-    pub fn value<T: Pod>(value: &T) -> Self {
-        Arg::Struct(StructArg::of(value))
-    }
-}
-
-impl<'a, T: Pod, D: Device> From<&'a Slice<'a, T, OnDevice, D>> for Arg<'a, D> {
-    fn from(s: &'a Slice<'a, T, OnDevice, D>) -> Self {
-        Arg::Buffer(s.view())
-    }
-}
-
-impl<'a, T: Pod, D: Device> From<&'a SliceMut<'a, T, OnDevice, D>> for Arg<'a, D> {
-    fn from(s: &'a SliceMut<'a, T, OnDevice, D>) -> Self {
-        Arg::Buffer(s.view())
-    }
-}
-
-impl<'a, T: Pod, D: Device> From<&'a Buffer<T, OnDevice, D>> for Arg<'a, D> {
-    /// The whole buffer, read.
-    fn from(b: &'a Buffer<T, OnDevice, D>) -> Self {
-        Arg::Buffer(Slice::from(b).into_view())
-    }
-}
-
-impl<'a, T: Pod, D: Device> From<&'a mut Buffer<T, OnDevice, D>> for Arg<'a, D> {
-    /// The whole buffer, written.
-    fn from(b: &'a mut Buffer<T, OnDevice, D>) -> Self {
-        Arg::Buffer(SliceMut::from(b).into_view())
-    }
-}
-
-impl<D: Device> From<u32> for Arg<'_, D> {
-    fn from(v: u32) -> Self {
-        Arg::Scalar(KernelArg::U32(v))
-    }
-}
-
-impl<D: Device> From<i32> for Arg<'_, D> {
-    fn from(v: i32) -> Self {
-        Arg::Scalar(KernelArg::I32(v))
-    }
-}
-
-impl<D: Device> From<f32> for Arg<'_, D> {
-    fn from(v: f32) -> Self {
-        Arg::Scalar(KernelArg::F32(v))
-    }
-}
-
-impl<D: Device> From<u64> for Arg<'_, D> {
-    fn from(v: u64) -> Self {
-        Arg::Scalar(KernelArg::U64(v))
-    }
-}
-
-impl<D: Device> From<i64> for Arg<'_, D> {
-    fn from(v: i64) -> Self {
-        Arg::Scalar(KernelArg::I64(v))
-    }
-}
-
-impl<D: Device> From<f64> for Arg<'_, D> {
-    /// A `double`: launches refuse it on devices without [`crate::DeviceInfo::fp64`].
-    fn from(v: f64) -> Self {
-        Arg::Scalar(KernelArg::F64(v))
     }
 }
 
@@ -273,7 +159,7 @@ impl<D: Device> Stream<D> {
     ///
     /// Failure-atomic: the mark's event is made before `enqueue` runs, and
     /// if recording it fails twice after `enqueue` queued work
-    /// (`Shared::mark_enqueued`), the stream is synchronised before the
+    /// (`DeviceState::mark_enqueued`), the stream is synchronised before the
     /// error returns, so the untracked work has finished (or can never run)
     /// before anyone can free or touch its memory. An error after the
     /// enqueue (a first recording that failed) leaves the work queued and

@@ -20,7 +20,7 @@
 //! entries stay few. Entries partly covered stay, so later uses still wait
 //! for them. Handing pinned memory to the host first
 //! synchronises every stored event; freeing the allocation is deferred
-//! until they have all completed ([`super::shared::Shared::retire`]), so no
+//! until they have all completed ([`super::state::DeviceState::retire`]), so no
 //! queued work can touch freed or host-borrowed memory, and no drop blocks.
 //!
 //! Threads: an operation locks its trackers for its waits, lets them go
@@ -43,7 +43,8 @@ use crate::sync::{AtomicU64, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
 
-use super::shared::{Mark, Pending, Recycler};
+use super::marks::{Mark, Pending};
+use super::state::Recycler;
 use crate::device::{Device, EventId, StreamId};
 use crate::error::{ErrorKind, Result};
 
@@ -159,8 +160,8 @@ impl State {
 /// Invariant: every mark in it was recorded by the device that owns the
 /// allocation, after the use it stands for; every pending use of a byte is
 /// stored, or ordered before a stored use of that byte that covers it.
-/// Marks it no longer needs go back to that device's [`Shared`]
-/// ([`Shared::recycle`]); [`Tracker::into_marks`] hands the rest over when
+/// Marks it no longer needs go back to that device's [`DeviceState`]
+/// ([`DeviceState::recycle`]); [`Tracker::into_marks`] hands the rest over when
 /// the allocation is retired.
 #[derive(Default)]
 pub(crate) struct Tracker {
@@ -498,7 +499,7 @@ mod tests {
     #[test]
     fn waits_are_skipped_only_for_uses_of_the_operations_own_stream() {
         use crate::backend::host::HostDevice;
-        use crate::safe::shared::Recycler;
+        use crate::safe::state::Recycler;
         use crate::{Context, StreamId};
 
         let ctx = Context::new(HostDevice::new());
@@ -540,7 +541,7 @@ mod tests {
     #[test]
     fn a_stream_waits_once_for_each_mark() {
         use crate::backend::host::HostDevice;
-        use crate::safe::shared::Recycler;
+        use crate::safe::state::Recycler;
         use crate::{Context, StreamId};
 
         let ctx = Context::new(HostDevice::new());

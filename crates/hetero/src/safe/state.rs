@@ -1,4 +1,6 @@
-//! [`Shared`]: the device as every object of the typed layer holds it, and
+//! [`DeviceState`]: the typed layer's per-device state, as every object of
+//! the layer holds it (the device, its spare marks, caches, bridges and
+//! pending completions), and
 //! the allocations it frees later (stream-ordered frees).
 //!
 //! Dropping a buffer never blocks: if queued work may still use the
@@ -16,63 +18,18 @@ use std::sync::{Arc, PoisonError};
 
 use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard};
 
-use super::alloc::{AllocatorOptions, Cache, MemoryKind};
-use super::completion::Waiter;
-use super::peer::Bridge;
+use super::bridge::Bridge;
+use super::cache::{AllocatorOptions, Cache, MemoryKind};
+use super::marks::{Mark, Pending, Spare};
+use super::waiter::Waiter;
 use crate::device::{AllocId, Device, EventId, StreamId};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
 use crate::shard::{self, Sharded};
-
-/// An untimed event recorded after one operation, shared by the trackers
-/// of every allocation the operation used: one record per operation, not
-/// one per buffer.
-///
-/// Invariant: the event is never recorded again while a clone exists; the
-/// holder that gives up the last clone returns it to [`Shared::recycle`],
-/// which makes it spare.
-///
-/// The `Arc` goes back to the spares with its event, so that a new mark
-/// allocates nothing (`layer_allocations`).
-#[derive(Clone)]
-pub(crate) struct Mark(Arc<EventId>);
-
-impl Mark {
-    /// The event.
-    pub(crate) fn id(&self) -> EventId {
-        *self.0
-    }
-
-    /// Gives up this clone: the event, when it was the last one (no one
-    /// else can use the event any more: marks make no weak references).
-    ///
-    /// Two holders giving up the last two clones at once may both find the
-    /// other's (`get_mut` fails for both); `Arc::into_inner` then hands the
-    /// event to exactly one of them, in a new `Arc`. Without that, neither
-    /// returned it and the event stayed allocated until the device was
-    /// dropped (`racing_holders_return_a_mark_once`; the soak in
-    /// docs/results/soak counted such events).
-    fn into_spare(self) -> Option<Arc<EventId>> {
-        let mut event = self.0;
-        if Arc::get_mut(&mut event).is_some() {
-            return Some(event);
-        }
-        Arc::into_inner(event).map(Arc::new)
-    }
-}
-
-/// A stream's own spare mark event, kept under its order lock: an
-/// operation takes its mark from it first and gives the marks it replaces
-/// to it first ([`Recycler`]), so that one stream's operations pass two
-/// events back and forth without the device's spare lists.
-///
-/// Invariant: the event is unique (no [`Mark`] holds it) and belongs to the
-/// stream's device.
-pub(crate) type Spare = Option<Arc<EventId>>;
 
 /// Where the marks that one operation gives up go: its stream's
 /// [`Spare`] first, then the device's spare lists.
 pub(crate) struct Recycler<'a, D: Device> {
-    pub(crate) shared: &'a Shared<D>,
+    pub(crate) shared: &'a DeviceState<D>,
     pub(crate) spare: &'a mut Spare,
 }
 
@@ -88,9 +45,6 @@ impl<D: Device> Recycler<'_, D> {
         }
     }
 }
-
-/// Marks of possibly pending uses of one allocation, each with its stream.
-pub(crate) type Pending = Vec<(StreamId, Mark)>;
 
 /// An allocation waiting for the marks of its last uses.
 struct Retired {
@@ -109,8 +63,8 @@ struct Retired {
 ///
 /// Public only so that sealed traits can name it; its module is private.
 #[doc(hidden)]
-pub struct Shared<D: Device> {
-    /// Dropped last, by [`Shared`]'s drop: on its own thread when the
+pub struct DeviceState<D: Device> {
+    /// Dropped last, by [`DeviceState`]'s drop: on its own thread when the
     /// device's streams may wait on another device ([`Self::crossed`]).
     device: ManuallyDrop<D>,
     /// Whether a stream of this device was made to wait on another
@@ -134,14 +88,14 @@ pub struct Shared<D: Device> {
     waiter: Arc<Waiter<D>>,
 }
 
-impl<D: Device> Deref for Shared<D> {
+impl<D: Device> Deref for DeviceState<D> {
     type Target = D;
     fn deref(&self) -> &D {
         &self.device
     }
 }
 
-impl<D: Device> Shared<D> {
+impl<D: Device> DeviceState<D> {
     pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
         let cache = Cache::new(options, device.info().total_memory);
         Self {
@@ -358,7 +312,7 @@ impl<D: Device> Shared<D> {
     }
 }
 
-impl<D: Device> Drop for Shared<D> {
+impl<D: Device> Drop for DeviceState<D> {
     fn drop(&mut self) {
         self.waiter.shut_down();
         for bridge in std::mem::take(self.bridges.get_mut().unwrap_or_else(PoisonError::into_inner)) {
@@ -396,6 +350,29 @@ impl<D: Device> Drop for Shared<D> {
     }
 }
 
+/// Errors unless `a` and `b` are the same device instance.
+pub(crate) fn same_device<D: Device>(
+    a: &Arc<DeviceState<D>>,
+    b: &Arc<DeviceState<D>>,
+    call: &'static str,
+) -> Result<()> {
+    if Arc::ptr_eq(a, b) {
+        return Ok(());
+    }
+    Err(Error::new(
+        a.info().backend,
+        call,
+        ErrorKind::DeviceMismatch,
+        format!(
+            "objects of two devices used together ({} `{}` and {} `{}`); create every stream, event, buffer and module from the same Context",
+            a.info().backend,
+            a.info().name,
+            b.info().backend,
+            b.info().name
+        ),
+    ))
+}
+
 #[cfg(all(test, feature = "host"))]
 mod tests {
     use super::*;
@@ -411,9 +388,10 @@ mod tests {
     /// twice) more than it reproduces the race.
     #[test]
     fn racing_holders_return_a_mark_once() {
-        let shared = Shared::new(HostDevice::new(), Ok(AllocatorOptions::for_backend(crate::Backend::Host)));
+        let shared = DeviceState::new(HostDevice::new(), Ok(AllocatorOptions::for_backend(crate::Backend::Host)));
         let stream = shared.create_stream(StreamFlags::default()).unwrap_or_else(|e| panic!("{e}"));
-        let spares = |s: &Shared<HostDevice>| s.spare.iter().map(|l| l.0.lock().map_or(0, |v| v.len())).sum::<usize>();
+        let spares =
+            |s: &DeviceState<HostDevice>| s.spare.iter().map(|l| l.0.lock().map_or(0, |v| v.len())).sum::<usize>();
         // Four holders per mark, on four threads released at once.
         const HOLDERS: usize = 4;
         for round in 0..1000 {
