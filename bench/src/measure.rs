@@ -118,3 +118,15 @@ pub fn measure(entries: &mut [Entry<'_>], plan: Plan) {
         }
     }
 }
+
+/// The median of the host times of `rounds` runs of `round`, after one untimed.
+pub fn median_us(rounds: usize, round: &mut dyn FnMut() -> Result<(), Fail>) -> Result<f64, Fail> {
+    round()?;
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        let start = Instant::now();
+        round()?;
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(median(&times))
+}

@@ -12,11 +12,9 @@
 //! latency for small sizes, bandwidth (bytes moved over that time, both
 //! directions counted) for large ones.
 
-use std::time::Instant;
-
 use hetero::{Backend, Context};
 
-use crate::measure::Fail;
+use crate::measure::{Fail, median_us};
 
 /// One figure.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -39,19 +37,6 @@ pub struct PeerCost {
     pub median_us: f64,
     /// Bytes moved per second over that time, GB/s.
     pub gbps: f64,
-}
-
-/// The median of the host times of `rounds` runs of `round`, after one untimed.
-pub fn median_us(rounds: usize, round: &mut dyn FnMut() -> Result<(), Fail>) -> Result<f64, Fail> {
-    round()?;
-    let mut times = Vec::with_capacity(rounds);
-    for _ in 0..rounds.max(1) {
-        let start = Instant::now();
-        round()?;
-        times.push(start.elapsed().as_secs_f64() * 1e6);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
 }
 
 /// Every device of `backend`, or the first one twice (two objects): the

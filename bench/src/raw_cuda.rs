@@ -312,7 +312,7 @@ pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) 
             }
         }
         let (a, b) = (ca.cu_ctx(), cb.cu_ctx());
-        crate::peer::median_us(rounds, &mut || {
+        crate::measure::median_us(rounds, &mut || {
             // SAFETY: the buffers are `bytes` long in their contexts; the
             // streams are live; the copies are waited for before the next round.
             unsafe {

@@ -252,7 +252,7 @@ pub fn peer_us(from: usize, to: usize, bytes: usize, both: bool, rounds: usize) 
             }
         }
         let [a, b] = devices;
-        crate::peer::median_us(rounds, &mut || {
+        crate::measure::median_us(rounds, &mut || {
             // SAFETY: the buffers are `bytes` long on their devices; the
             // streams are live; the copies are waited for before the next round.
             unsafe {

@@ -246,7 +246,7 @@ pub fn peer_us(from: (&str, usize), to: (&str, usize), bytes: usize, both: bool,
     let (src, mut dst) =
         ([buffer(&contexts[0])?, buffer(&contexts[1])?], [buffer(&contexts[0])?, buffer(&contexts[1])?]);
     let mut staging = [vec![0u8; bytes], vec![0u8; bytes]];
-    crate::peer::median_us(rounds, &mut || {
+    crate::measure::median_us(rounds, &mut || {
         // One direction (a -> b), or both (also b -> a): reads first, then writes.
         let ways: &[(usize, usize)] = if both { &[(0, 1), (1, 0)] } else { &[(0, 1)] };
         let mut reads = Vec::new();

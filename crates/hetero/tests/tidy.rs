@@ -205,7 +205,8 @@ fn import_graph(src: &Path, depth: usize) -> BTreeMap<String, BTreeSet<String>> 
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(f)).collect();
     let cut = |module: &str| module.split('/').take(depth).collect::<Vec<_>>().join("/");
     // Names the crate root re-exports (`pub use module::{A, b};`), by module.
-    let root = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let root =
+        std::fs::read_to_string(src.join("lib.rs")).or_else(|_| std::fs::read_to_string(src.join("main.rs"))).unwrap();
     let mut reexported = BTreeMap::new();
     for line in code_of(&root).split(';') {
         let Some(used) = line.trim().strip_prefix("pub use ") else { continue };
@@ -341,6 +342,18 @@ fn typed_layer_floors_hold_as_imports() {
             let below = floor(to).unwrap_or_else(|| panic!("`{from}` imports `{to}`, which has no floor"));
             assert!(below < rank, "`{from}` (floor {rank}) imports `{to}` (floor {below}): imports go down only");
         }
+    }
+}
+
+/// No file of the workspace's crates imports in a circle, at any depth
+/// (the bench's peer medians and the vendor-call files, the GPU wing's
+/// device and graphs, its modules and runtime, OpenCL's events and
+/// streams each imported each other).
+#[test]
+fn no_files_import_in_a_circle() {
+    for src in ["crates/hetero/src", "conformance/src", "bench/src", "xtask/src", "kernels/src"] {
+        let graph = import_graph(&workspace().join(src), usize::MAX);
+        assert_eq!(cycle(&graph), None, "{src}");
     }
 }
 

@@ -9,7 +9,7 @@
 //! | `opencl` | `mod.rs device.rs error.rs event.rs graph.rs memory.rs module.rs stream.rs` |
 //! | `cuda` | `mod.rs compile.rs error.rs runtime.rs` |
 //! | `hip` | `mod.rs compile.rs error.rs ffi.rs runtime.rs` |
-//! | `gpu` | `mod.rs device.rs event.rs graph.rs loader.rs memory.rs module.rs runtime.rs stream.rs` |
+//! | `gpu` | `mod.rs capture.rs device.rs event.rs graph.rs loader.rs memory.rs module.rs runtime.rs stream.rs` |
 //!
 //! `host` and `opencl` implement [`crate::Device`] themselves; `opencl`
 //! and `gpu` build graphs of their own (`graph.rs`), where the host

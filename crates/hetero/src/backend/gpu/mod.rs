@@ -10,6 +10,7 @@
 //! wrappers (`runtime.rs`), the context model (primary context and
 //! `cuCtxSetCurrent` / `hipSetDevice`) and memory-pool detection.
 
+mod capture;
 mod device;
 mod event;
 mod graph;
@@ -22,7 +23,7 @@ mod stream;
 use std::any::Any;
 
 pub use device::GpuDevice;
-pub use module::ModuleCache;
+pub use runtime::ModuleCache;
 pub(crate) use runtime::sealed::Sealed;
 #[cfg(test)]
 pub(crate) use runtime::symbols;

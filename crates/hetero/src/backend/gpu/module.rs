@@ -6,43 +6,17 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
-use super::runtime::Runtime;
+use super::runtime::{GpuModule, Runtime};
 use crate::device::DeviceInfo;
 use crate::device::KernelLimits;
 use crate::error::{Error, ErrorKind, Result};
 
-/// A loaded module.
-pub(super) struct GpuModule<R: Runtime>(pub(super) R::Module);
-
-// SAFETY: module and function handles may be used from any thread.
-unsafe impl<R: Runtime> Send for GpuModule<R> {}
-// SAFETY: as above.
-unsafe impl<R: Runtime> Sync for GpuModule<R> {}
 // SAFETY: as above.
 unsafe impl<R: Runtime> Send for GpuKernel<R> {}
 // SAFETY: as above.
 unsafe impl<R: Runtime> Sync for GpuKernel<R> {}
-
-/// Built modules by device key and source, for the whole process: one
-/// `static` per runtime.
-pub struct ModuleCache<R: Runtime>(Mutex<Option<Modules<R>>>);
-
-type Modules<R> = HashMap<(i64, String), Arc<GpuModule<R>>>;
-
-impl<R: Runtime> ModuleCache<R> {
-    /// An empty cache.
-    pub const fn new() -> Self {
-        Self(Mutex::new(None))
-    }
-}
-
-impl<R: Runtime> Default for ModuleCache<R> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// One kernel and its limits on the device.
 pub(super) struct GpuKernel<R: Runtime> {

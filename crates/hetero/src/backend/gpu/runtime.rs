@@ -8,8 +8,10 @@
 //! method's `# Safety` contract. Only `cuda/runtime.rs` and
 //! `hip/runtime.rs` implement it.
 
+use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
 
 use crate::device::{Backend, StreamFlags};
 use crate::error::Result;
@@ -88,7 +90,7 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     const GRAPHS_OUTLIVE_LAUNCHES: bool;
 
     /// The process-wide cache of built modules of this runtime.
-    fn module_cache() -> &'static super::module::ModuleCache<Self>;
+    fn module_cache() -> &'static ModuleCache<Self>;
 
     /// Makes the device current on this thread (CUDA: its primary context;
     /// HIP: `hipSetDevice`).
@@ -215,6 +217,33 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
 
 /// What the CUDA and HIP symbol tests share: the calls a backend's sources
 /// make, and a real library's exported names.
+/// A loaded module.
+pub(super) struct GpuModule<R: Runtime>(pub(super) R::Module);
+
+// SAFETY: module and function handles may be used from any thread.
+unsafe impl<R: Runtime> Send for GpuModule<R> {}
+// SAFETY: as above.
+unsafe impl<R: Runtime> Sync for GpuModule<R> {}
+
+/// Built modules by device key and source, for the whole process: one
+/// `static` per runtime.
+pub struct ModuleCache<R: Runtime>(pub(super) Mutex<Option<Modules<R>>>);
+
+pub(super) type Modules<R> = HashMap<(i64, String), Arc<GpuModule<R>>>;
+
+impl<R: Runtime> ModuleCache<R> {
+    /// An empty cache.
+    pub const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+}
+
+impl<R: Runtime> Default for ModuleCache<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod symbols {
     use std::collections::BTreeSet;

@@ -17,11 +17,11 @@ use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
 use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
-use super::event::{self, Bridged, ClEvent, is_complete};
+use super::event::{self, Bridged, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{ClMemory, Staging, View};
 use super::module::{self, ClKernel};
-use super::stream::{self, ClStream, Queues};
+use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::event::{CL_COMPLETE, Event};
 
-use super::stream::ClStream;
+use super::stream::{ClStream, is_complete};
 use crate::error::Result;
 
 /// A recording: the command's event, shared with its queue, and the queue
@@ -87,15 +87,6 @@ pub(super) fn completed((event, source): &Recording, call: &'static str) -> Resu
         }
         _ => Ok(false),
     }
-}
-
-/// `true` when `event` has completed; its error status when it failed.
-pub(super) fn is_complete(event: &Event, call: &'static str) -> Result<bool> {
-    let status = event.command_execution_status().map_err(super::error::from_cl(call))?;
-    if status.0 < 0 {
-        return Err(super::error::cl_error(call, status.0));
-    }
-    Ok(status.0 == CL_COMPLETE)
 }
 
 /// What a [`bridge`] does when its source event fails.

@@ -53,11 +53,10 @@ use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
 use opencl3::context::Context;
-use opencl3::event::Event;
+use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::types::{cl_event, cl_uint};
 
 use super::error::{from_cl, from_code};
-use super::event::is_complete;
 use crate::error::Result;
 
 /// Unflushed commands after which a queue is flushed.
@@ -427,6 +426,15 @@ pub(super) fn create(context: &Context, profiling: bool) -> Result<CommandQueue>
 /// Takes ownership of the event an enqueue returned.
 pub(super) fn owned(call: &'static str, event: std::result::Result<cl_event, i32>) -> Result<Event> {
     Ok(Event::new(event.map_err(from_code(call))?))
+}
+
+/// `true` when `event` has completed; its error status when it failed.
+pub(super) fn is_complete(event: &Event, call: &'static str) -> Result<bool> {
+    let status = event.command_execution_status().map_err(super::error::from_cl(call))?;
+    if status.0 < 0 {
+        return Err(super::error::cl_error(call, status.0));
+    }
+    Ok(status.0 == CL_COMPLETE)
 }
 
 #[cfg(test)]
