@@ -188,6 +188,16 @@ impl Run {
     }
 }
 
+/// `wave_step`'s arguments: the fields it reads (two) and writes, then the
+/// grid, the wave speed and the source's cell and value; for an eager
+/// launch or a graph's (`A` is [`hetero::Arg`] or [`hetero::GraphArg`]).
+fn wave_args<A: From<u32> + From<f32>>(fields: [A; 3], g: Grid, source: f32) -> Vec<A> {
+    let (sx, sy) = g.source();
+    let scalars: [A; 6] =
+        [(g.nx as u32).into(), (g.ny as u32).into(), C2.into(), (sx as u32).into(), (sy as u32).into(), source.into()];
+    fields.into_iter().chain(scalars).collect()
+}
+
 fn launch_step(
     stream: &Stream,
     kernel: &Kernel,
@@ -201,19 +211,8 @@ fn launch_step(
         .get_disjoint_mut([step % FIELDS, (step + 1) % FIELDS, (step + 2) % FIELDS])
         .map_err(|e| Failure::Internal(format!("wave field rotation: {e}")))?;
     let (prev, cur, next) = (prev.slice(..)?, cur.slice(..)?, next.slice_mut(..)?);
-    let (sx, sy) = g.source();
     let config = super::grid::rows_launch(g.nx, g.ny, width);
-    let args = [
-        (&prev).into(),
-        (&cur).into(),
-        (&next).into(),
-        (g.nx as u32).into(),
-        (g.ny as u32).into(),
-        C2.into(),
-        (sx as u32).into(),
-        (sy as u32).into(),
-        source.into(),
-    ];
+    let args = wave_args([(&prev).into(), (&cur).into(), (&next).into()], g, source);
     // SAFETY: wave_step touches cells [0, nx*ny) of the three fields, each that long.
     unsafe { stream.launch(kernel, config, &args) }?;
     Ok(())
@@ -260,22 +259,12 @@ fn run_graph(ctx: &Context, clock: &Clock, kernel: &Kernel, g: Grid, source: &[f
         let bound: Vec<_> = fields.iter_mut().map(|f| rec.bind_mut(f)).collect::<Result<_, _>>()?;
         let staged: Vec<_> = staging.iter_mut().map(|b| rec.bind_mut(b)).collect::<Result<_, _>>()?;
         let s = rec.stream();
-        let (sx, sy) = g.source();
         let config = super::grid::rows_launch(g.nx, g.ny, width);
         let mut steps = Vec::with_capacity(every);
         for (step, &src) in source.iter().enumerate().take(every) {
             let [prev, cur, next] = rotation(step);
-            let args = vec![
-                bound[prev].read().into(),
-                bound[cur].read().into(),
-                bound[next].write().into(),
-                (g.nx as u32).into(),
-                (g.ny as u32).into(),
-                C2.into(),
-                (sx as u32).into(),
-                (sy as u32).into(),
-                src.into(),
-            ];
+            let args =
+                wave_args([bound[prev].read().into(), bound[cur].read().into(), bound[next].write().into()], g, src);
             // SAFETY: wave_step touches cells [0, nx*ny) of the three
             // fields, each that long, for every rotation set below.
             steps.push(unsafe { rec.launch(s, kernel, config, args) }?);
