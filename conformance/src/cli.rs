@@ -46,25 +46,12 @@ pub struct Cli {
     /// devices there are. Several devices of a backend run one after another, each compared with the first.
     #[arg(long, default_value = "0")]
     pub device: hetero::DeviceList,
-    /// Write the JSON report to this file (`-`: standard output, and the table goes to standard error;
-    /// the same for every report below).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// The report files to write.
+    #[command(flatten)]
+    pub reports: ReportFiles,
     /// Write every workload's inputs and outputs as .npy files under this directory.
     #[arg(long, value_name = "DIR")]
     pub dump: Option<PathBuf>,
-    /// Write the results as JUnit XML to this file (one test case per backend, workload and variant).
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write the comparison table as Markdown to this file.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// Write every kernel and copy of pull and wave as Chrome trace-event JSON (open in Perfetto).
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Write one self-contained HTML page: tables, device timelines, wavefield snapshots.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
     /// Stream counts of the pull variants, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub pull_streams: Vec<u16>,
@@ -113,6 +100,44 @@ pub struct Cli {
     /// Wave steps between snapshots (default: by size).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub snapshot_every: Option<u32>,
+}
+
+/// The report files a run writes, each optional: one flattened group of
+/// flags, iterated as one list ([`ReportFiles::named`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReportFiles {
+    /// Write the JSON report to this file (`-`: standard output, and the table goes to standard error;
+    /// the same for every report below).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the results as JUnit XML to this file (one test case per backend, workload and variant).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the comparison table as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Write every kernel and copy of pull and wave as Chrome trace-event JSON (open in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write one self-contained HTML page: tables, device timelines, wavefield snapshots.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl ReportFiles {
+    /// Each file named, with its flag, in the order of the flags.
+    pub fn named(&self) -> Vec<(&'static str, &std::path::Path)> {
+        [
+            ("--json", &self.json),
+            ("--junit", &self.junit),
+            ("--markdown", &self.markdown),
+            ("--trace", &self.trace),
+            ("--html", &self.html),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+        .collect()
+    }
 }
 
 /// `--slow-threshold`: a finite fraction from 0 to 10.

@@ -55,16 +55,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         .then(|| conformance::workloads::wave::Grid::tuned(cli.size, &tuning))
         .transpose()
         .map_err(CannotRun)?;
-    let files: Vec<(&'static str, &std::path::Path)> = [
-        ("--json", &cli.json),
-        ("--junit", &cli.junit),
-        ("--markdown", &cli.markdown),
-        ("--trace", &cli.trace),
-        ("--html", &cli.html),
-    ]
-    .into_iter()
-    .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
-    .collect();
+    let files = cli.reports.named();
     conformance::output::check_distinct(&files).map_err(CannotRun)?;
     let library =
         cli.baseline.as_deref().map(|p| conformance::library::load(p, cli.size)).transpose().map_err(CannotRun)?;
@@ -91,11 +82,11 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
     let create = |flag: &'static str, path: &Option<PathBuf>| -> Result<Option<Output>, CannotRun> {
         path.as_deref().map(|p| Output::create(flag, p)).transpose().map_err(CannotRun)
     };
-    let json = create("--json", &cli.json)?;
-    let junit_file = create("--junit", &cli.junit)?;
-    let markdown_file = create("--markdown", &cli.markdown)?;
-    let trace_file = create("--trace", &cli.trace)?;
-    let html_file = create("--html", &cli.html)?;
+    let json = create("--json", &cli.reports.json)?;
+    let junit_file = create("--junit", &cli.reports.junit)?;
+    let markdown_file = create("--markdown", &cli.reports.markdown)?;
+    let trace_file = create("--trace", &cli.reports.trace)?;
+    let html_file = create("--html", &cli.reports.html)?;
     let selection = Selection { workloads: cli.workload.clone(), size: cli.size, seed: cli.seed, dump, tuning };
     // With a report on standard output, everything else goes to standard error.
     let to_stdout = conformance::output::any_stdout(files.iter().map(|(_, p)| *p));
