@@ -18,122 +18,58 @@ mod wave;
 
 pub(super) use crate::host_kernel::{Args, Block, Fault, HostKernel, Slice, SliceMut};
 
-/// Every built-in kernel, with the portable source file that declares it.
+/// Every built-in kernel, with the portable source file that declares it;
+/// each one's parameters are read from that source ([`declared`]), not
+/// restated here.
 pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
     use hetero_kernels::{BANDWIDTH, PULL, REDUCE, SCAN, UTIL, WAVE};
-    let k = |name: &str, f: crate::host_kernel::KernelFn| HostKernel::new(name, f).trusted();
-    vec![
-        (REDUCE, k("reduce_partial", reduce::reduce_partial).slice::<f32>().slice_mut::<f32>().scalar::<u32>()),
-        (REDUCE, k("reduce_atomic", reduce::reduce_atomic).slice::<f32>().slice_mut::<f32>().scalar::<u32>()),
-        (
-            SCAN,
-            k("scan_tile_sums", scan::scan_tile_sums).slice::<u32>().slice_mut::<u32>().scalar::<u32>().scalar::<u32>(),
-        ),
-        (
-            SCAN,
-            k("scan_tiles", scan::scan_tiles)
-                .slice::<u32>()
-                .slice_mut::<u32>()
-                .slice::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>(),
-        ),
-        (
-            PULL,
-            k("pull_jets", pull::pull_jets)
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<u32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice_mut::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>(),
-        ),
-        (
-            PULL,
-            k("pull_jets_packed", pull::pull_jets_packed)
-                .slice::<f32>()
-                .slice::<u32>()
-                .slice_mut::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>(),
-        ),
-        (
-            PULL,
-            k("pull_terms", pull::pull_terms)
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<u32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice_mut::<f32>()
-                .slice_mut::<f32>()
-                .scalar::<u32>(),
-        ),
-        (
-            WAVE,
-            k("wave_rows", wave::wave_rows)
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice_mut::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<f32>(),
-        ),
-        (
-            WAVE,
-            k("wave_step", wave::wave_step)
-                .slice::<f32>()
-                .slice::<f32>()
-                .slice_mut::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<f32>()
-                .scalar::<u32>()
-                .scalar::<u32>()
-                .scalar::<f32>(),
-        ),
-        (UTIL, k("affine_u32", util::affine_u32).slice_mut::<u32>().scalar::<u32>().scalar::<u32>().scalar::<u32>()),
-        (BANDWIDTH, k("stream_copy", bandwidth::stream_copy).slice::<f32>().slice_mut::<f32>().scalar::<u32>()),
-        (
-            BANDWIDTH,
-            k("stream_mul", bandwidth::stream_mul).slice_mut::<f32>().slice::<f32>().scalar::<f32>().scalar::<u32>(),
-        ),
-        (
-            BANDWIDTH,
-            k("stream_add", bandwidth::stream_add).slice::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
-        ),
-        (
-            BANDWIDTH,
-            k("stream_triad", bandwidth::stream_triad)
-                .slice_mut::<f32>()
-                .slice::<f32>()
-                .slice::<f32>()
-                .scalar::<f32>()
-                .scalar::<u32>(),
-        ),
-        (
-            BANDWIDTH,
-            k("stream_dot", bandwidth::stream_dot).slice::<f32>().slice::<f32>().slice_mut::<f32>().scalar::<u32>(),
-        ),
-    ]
+    let functions: [(&'static str, &str, crate::host_kernel::KernelFn); 15] = [
+        (REDUCE, "reduce_partial", reduce::reduce_partial),
+        (REDUCE, "reduce_atomic", reduce::reduce_atomic),
+        (SCAN, "scan_tile_sums", scan::scan_tile_sums),
+        (SCAN, "scan_tiles", scan::scan_tiles),
+        (PULL, "pull_jets", pull::pull_jets),
+        (PULL, "pull_jets_packed", pull::pull_jets_packed),
+        (PULL, "pull_terms", pull::pull_terms),
+        (WAVE, "wave_rows", wave::wave_rows),
+        (WAVE, "wave_step", wave::wave_step),
+        (UTIL, "affine_u32", util::affine_u32),
+        (BANDWIDTH, "stream_copy", bandwidth::stream_copy),
+        (BANDWIDTH, "stream_mul", bandwidth::stream_mul),
+        (BANDWIDTH, "stream_add", bandwidth::stream_add),
+        (BANDWIDTH, "stream_triad", bandwidth::stream_triad),
+        (BANDWIDTH, "stream_dot", bandwidth::stream_dot),
+    ];
+    functions.into_iter().map(|(source, name, f)| (source, declared(source, name, f))).collect()
+}
+
+/// `function` registered as kernel `name` of `source`, trusted, with the
+/// parameters the source declares. A parameter of a type a host kernel
+/// cannot take leaves the list short, which the module build reports
+/// naming the kernel (`builtins_are_registered_with_their_source_parameters`).
+fn declared(source: &str, name: &str, function: crate::host_kernel::KernelFn) -> HostKernel {
+    let mut kernel = HostKernel::new(name, function).trusted();
+    let params = hetero_kernels::kernel_params(source)
+        .into_iter()
+        .find(|(kernel, _)| kernel == name)
+        .and_then(|(_, declarations)| crate::signature::parse(&declarations))
+        .unwrap_or_default();
+    for param in params {
+        kernel = match (param.ty.as_str(), param.pointer) {
+            ("float", None) => kernel.scalar::<f32>(),
+            ("float", Some(false)) => kernel.slice::<f32>(),
+            ("float", Some(true)) => kernel.slice_mut::<f32>(),
+            ("uint", None) => kernel.scalar::<u32>(),
+            ("uint", Some(false)) => kernel.slice::<u32>(),
+            ("uint", Some(true)) => kernel.slice_mut::<u32>(),
+            ("int", None) => kernel.scalar::<i32>(),
+            ("ulong", None) => kernel.scalar::<u64>(),
+            ("long", None) => kernel.scalar::<i64>(),
+            ("double", None) => kernel.scalar::<f64>(),
+            _ => return kernel,
+        };
+    }
+    kernel
 }
 
 /// The block-wide tree sum of `common.kern`'s `block_sum`, in the same order.
@@ -165,6 +101,26 @@ mod tests {
     use crate::KernelArg;
     use crate::backend::host::memory::HostMemory;
     use crate::host_kernel::{KernelFn, Value};
+
+    /// Every built-in is registered with every parameter its source
+    /// declares, of the source's types (read from the source, so a type
+    /// the reader does not know would leave the list short).
+    #[test]
+    fn builtins_are_registered_with_their_source_parameters() {
+        let all = builtins();
+        assert_eq!(all.len(), 15);
+        for (source, kernel) in all {
+            let declared = hetero_kernels::kernel_params(source)
+                .into_iter()
+                .find(|(name, _)| name == kernel.name())
+                .map(|(_, d)| d)
+                .unwrap_or_default();
+            let params = crate::signature::parse(&declared).unwrap_or_default();
+            assert!(!params.is_empty(), "{}", kernel.name());
+            assert_eq!(kernel.params.len(), params.len(), "{}", kernel.name());
+            assert_eq!(kernel.mismatch(&params, &[]), None, "{}", kernel.name());
+        }
+    }
 
     fn buffer<T: bytemuck::Pod>(values: &[T]) -> Value {
         let bytes: &[u8] = bytemuck::cast_slice(values);
