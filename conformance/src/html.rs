@@ -3,10 +3,13 @@
 //! same the Markdown page shows, escaped by [`to_html`]),
 //! an SVG timeline per device run (intervals less than a pixel apart drawn
 //! as one) and wavefield snapshots as PNG images embedded in the page.
-
-use std::fmt::Write;
+//!
+//! Every element is written through `maud`'s templates, which escape each
+//! interpolated string by construction: no text of a report reaches the
+//! page unescaped.
 
 use base64::Engine;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::document::{Block, document};
 use crate::image::Image;
@@ -15,60 +18,37 @@ use crate::timeline::{Interval, Kind};
 
 /// `text` with the characters that HTML gives meaning escaped.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    html! { (text) }.into_string()
 }
 
 /// The document as HTML elements (for the body of a page).
 pub fn to_html(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    for block in blocks {
-        match block {
-            Block::Title(t) => {
-                let _ = writeln!(out, "<h1>{}</h1>", escape(t));
-            }
-            Block::Heading(h) => {
-                let _ = writeln!(out, "<h2>{}</h2>", escape(h));
-            }
-            Block::Text(t) => {
-                let _ = writeln!(out, "<p>{}</p>", escape(t));
-            }
-            Block::Table { header, rows } => {
-                out.push_str("<table><tr>");
-                for h in header {
-                    let _ = write!(out, "<th>{}</th>", escape(h));
+    document_markup(blocks).into_string()
+}
+
+fn document_markup(blocks: &[Block]) -> Markup {
+    html! {
+        @for block in blocks {
+            @match block {
+                Block::Title(t) => { h1 { (t) } "\n" }
+                Block::Heading(h) => { h2 { (h) } "\n" }
+                Block::Text(t) => { p { (t) } "\n" }
+                Block::Table { header, rows } => {
+                    table {
+                        tr { @for h in header { th { (h) } } } "\n"
+                        @for row in rows {
+                            tr {
+                                @for c in row {
+                                    td { @if c.failed { b class="fail" { "FAIL" } " " } (c.text) }
+                                }
+                            } "\n"
+                        }
+                    } "\n"
                 }
-                out.push_str("</tr>\n");
-                for row in rows {
-                    out.push_str("<tr>");
-                    for c in row {
-                        let mark = if c.failed { "<b class=\"fail\">FAIL</b> " } else { "" };
-                        let _ = write!(out, "<td>{mark}{}</td>", escape(&c.text));
-                    }
-                    out.push_str("</tr>\n");
-                }
-                out.push_str("</table>\n");
-            }
-            Block::List(items) => {
-                out.push_str("<ul>");
-                for item in items {
-                    let _ = write!(out, "<li>{}</li>", escape(item));
-                }
-                out.push_str("</ul>\n");
+                Block::List(items) => { ul { @for item in items { li { (item) } } } "\n" }
             }
         }
     }
-    out
 }
 
 /// Blue-white-red for signed values scaled by `peak`.
@@ -99,17 +79,18 @@ fn encode_png(width: usize, height: usize, pixels: &[u8]) -> Result<Vec<u8>, png
 }
 
 /// The image as a figure with an embedded PNG, shown three times its size.
-fn image_figure(image: &Image) -> String {
-    let caption = format!("<figcaption>{}</figcaption>", escape(&image.label));
-    match png(image) {
-        Ok(bytes) => format!(
-            "<figure><img alt=\"{}\" width=\"{}\" height=\"{}\" src=\"data:image/png;base64,{}\">{caption}</figure>",
-            escape(&image.label),
-            image.width * 3,
-            image.height * 3,
-            base64::engine::general_purpose::STANDARD.encode(bytes)
-        ),
-        Err(e) => format!("<figure><p>no image: {}</p>{caption}</figure>", escape(&e.to_string())),
+fn image_figure(image: &Image) -> Markup {
+    html! {
+        figure {
+            @match png(image) {
+                Ok(bytes) => {
+                    img alt=(image.label) width=(image.width * 3) height=(image.height * 3)
+                        src={ "data:image/png;base64," (base64::engine::general_purpose::STANDARD.encode(bytes)) };
+                }
+                Err(e) => { p { "no image: " (e) } }
+            }
+            figcaption { (image.label) }
+        }
     }
 }
 
@@ -173,7 +154,7 @@ fn merged(mut intervals: Vec<&Interval>, ms_per_px: f64) -> Vec<(f64, f64, Kind,
 /// track. Where a result has an `ideal_ms` (overlapped wave variants), a
 /// dashed mark on each of its rows shows where perfect overlap would have
 /// ended, counted from the variant's first interval.
-fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
+fn timeline_svg(results: &[ResultRecord]) -> Option<Markup> {
     let ideals: Vec<(String, f64)> = results
         .iter()
         .filter_map(|r| r.metrics.get("ideal_ms").map(|&ms| (format!("{} {}", r.workload.name(), r.variant), ms)))
@@ -199,10 +180,10 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
     // intervals there are); labels, ideal marks and tooltips of bars wide
     // enough to point at are SVG over it.
     let mut bars = Bars::new(plot_width as usize, height as usize);
-    let mut overlay = String::new();
+    let mut overlay: Vec<Markup> = Vec::new();
     for (t, track) in tracks.iter().enumerate() {
         let y = t as f64 * row_height;
-        let _ = write!(overlay, "<text x=\"0\" y=\"{}\">{}</text>", y + 12.0, escape(track));
+        overlay.push(html! { text x="0" y=(y + 12.0) { (track) } });
         // One time scale per workload variant, so its streams line up;
         // variants ran one after another, each gets the full width.
         let variant = track.split(" / ").next().unwrap_or_default();
@@ -213,12 +194,13 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
         let end = same_variant.iter().map(|i| i.end_ms).fold(f64::NEG_INFINITY, f64::max);
         let span = (end - start).max(1e-9);
         if let Some((_, ideal)) = ideals.iter().find(|(k, _)| k == variant) {
-            let x = label_width + (ideal / span).min(1.0) * plot_width;
-            let _ = write!(
-                overlay,
-                "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{y:.0}\" y2=\"{:.0}\" stroke=\"#c0392b\" stroke-dasharray=\"3,2\"><title>ideal: {ideal:.3} ms</title></line>",
-                y + row_height
-            );
+            let x = format!("{:.1}", label_width + (ideal / span).min(1.0) * plot_width);
+            overlay.push(html! {
+                line x1=(x) x2=(x) y1=(format!("{y:.0}")) y2=(format!("{:.0}", y + row_height))
+                    stroke="#c0392b" stroke-dasharray="3,2" {
+                    title { "ideal: " (format!("{ideal:.3}")) " ms" }
+                }
+            });
         }
         for (from, to, kind, name, count) in merged(spans, span / plot_width) {
             let x = (from - start) / span * plot_width;
@@ -226,79 +208,82 @@ fn timeline_svg(results: &[ResultRecord]) -> Option<String> {
             bars.fill(x, w.max(0.5), y + 2.0, row_height - 4.0, kind);
             if w >= TOOLTIP_PX {
                 let what = match (count, kind) {
-                    (1, _) => escape(&name),
+                    (1, _) => name,
                     (n, Kind::Kernel) => format!("{n} kernels"),
                     (n, _) => format!("{n} copies"),
                 };
-                let _ = write!(
-                    overlay,
-                    "<rect x=\"{:.1}\" y=\"{y:.0}\" width=\"{w:.1}\" height=\"{row_height}\" fill-opacity=\"0\"><title>{what} {from:.3}-{to:.3} ms</title></rect>",
-                    label_width + x
-                );
+                overlay.push(html! {
+                    rect x=(format!("{:.1}", label_width + x)) y=(format!("{y:.0}")) width=(format!("{w:.1}"))
+                        height=(row_height) fill-opacity="0" {
+                        title { (what) " " (format!("{from:.3}-{to:.3}")) " ms" }
+                    }
+                });
             }
         }
     }
-    let mut svg = format!(
-        "<svg width=\"{}\" height=\"{}\" font-size=\"11\" font-family=\"sans-serif\">",
-        label_width + plot_width + 10.0,
-        height + 10.0
-    );
-    if let Ok(png) = bars.png() {
-        let _ = write!(
-            svg,
-            "<image x=\"{label_width}\" y=\"0\" width=\"{plot_width}\" height=\"{height}\" href=\"data:image/png;base64,{}\"/>",
-            base64::engine::general_purpose::STANDARD.encode(png)
-        );
-    }
-    svg += &overlay;
-    svg.push_str("</svg>");
-    Some(svg)
+    let png = bars.png().ok().map(|png| base64::engine::general_purpose::STANDARD.encode(png));
+    Some(html! {
+        svg width=(label_width + plot_width + 10.0) height=(height + 10.0) font-size="11" font-family="sans-serif" {
+            @if let Some(png) = png {
+                image x=(label_width) y="0" width=(plot_width) height=(height) href={ "data:image/png;base64," (png) } {}
+            }
+            @for part in &overlay { (part) }
+        }
+    })
 }
 
-/// A self-contained page titled `title` around `body` (HTML elements).
+/// The page's style sheet.
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}\
+td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}.fail{color:#b00}\
+figure{display:inline-block;margin:4px}figcaption{font-size:12px;text-align:center}\
+img,image{image-rendering:pixelated}";
+
+/// A self-contained page titled `title` around `body` (HTML elements,
+/// already escaped: what [`to_html`] returns).
 pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{}</title><style>\
-         body{{font-family:sans-serif;margin:2em;max-width:1200px}}table{{border-collapse:collapse;margin:1em 0}}\
-         td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}.fail{{color:#b00}}\
-         figure{{display:inline-block;margin:4px}}figcaption{{font-size:12px;text-align:center}}\
-         img,image{{image-rendering:pixelated}}</style></head><body>\n{body}</body></html>\n",
-        escape(title)
-    )
+    page_markup(title, PreEscaped(body)).into_string()
+}
+
+fn page_markup(title: &str, body: impl maud::Render) -> Markup {
+    html! {
+        (DOCTYPE)
+        html {
+            head { meta charset="utf-8"; title { (title) } style { (PreEscaped(STYLE)) } }
+            body { "\n" (body) }
+        }
+        "\n"
+    }
 }
 
 /// The page.
 pub fn render(report: &Report) -> String {
-    let mut page = to_html(&document(report));
-    page += "<h2>Device timelines</h2><p>Kernels in blue, copies in orange; the streams of one workload variant share a time scale.</p>\n";
-    for run in &report.runs {
-        if let Some(svg) = timeline_svg(&run.results) {
-            let _ = writeln!(page, "<h3>{} ({})</h3>{svg}", escape(&run.backend), escape(&report.device_label(run)));
-        }
-    }
     // The variants of a run are checked bit-identical to each other, so the
     // first variant with snapshots stands for all.
-    let mut first = true;
-    for run in &report.runs {
-        let Some(r) = run.results.iter().find(|r| !r.images.is_empty()) else { continue };
-        if first {
-            page += "<h2>Wavefield snapshots</h2><p>One variant per run: the checks require every variant's snapshots to equal the synchronous run's bit for bit.</p>\n";
-            first = false;
+    let snapshots: Vec<_> = report
+        .runs
+        .iter()
+        .filter_map(|run| run.results.iter().find(|r| !r.images.is_empty()).map(|r| (run, r)))
+        .collect();
+    let body = html! {
+        (document_markup(&document(report)))
+        h2 { "Device timelines" }
+        p { "Kernels in blue, copies in orange; the streams of one workload variant share a time scale." } "\n"
+        @for run in &report.runs {
+            @if let Some(svg) = timeline_svg(&run.results) {
+                h3 { (run.backend) " (" (report.device_label(run)) ")" } (svg) "\n"
+            }
         }
-        let _ = write!(
-            page,
-            "<h3>{} ({}) {} {}</h3>",
-            escape(&run.backend),
-            escape(&report.device_label(run)),
-            r.workload.name(),
-            escape(&r.variant)
-        );
-        for image in &r.images {
-            page += &image_figure(image);
+        @if !snapshots.is_empty() {
+            h2 { "Wavefield snapshots" }
+            p { "One variant per run: the checks require every variant's snapshots to equal the synchronous run's bit for bit." } "\n"
         }
-        page.push('\n');
-    }
-    self::page("hetero conformance", &page)
+        @for (run, r) in &snapshots {
+            h3 { (run.backend) " (" (report.device_label(run)) ") " (r.workload.name()) " " (r.variant) }
+            @for image in &r.images { (image_figure(image)) }
+            "\n"
+        }
+    };
+    page_markup("hetero conformance", body).into_string()
 }
 
 #[cfg(test)]
@@ -321,7 +306,7 @@ mod tests {
         let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
         let info = decoder.read_info().unwrap().info().clone();
         assert_eq!((info.width, info.height), (3, 2));
-        assert!(image_figure(&image).contains("step &lt;1&gt;"));
+        assert!(image_figure(&image).into_string().contains("step &lt;1&gt;"));
     }
 
     #[test]
