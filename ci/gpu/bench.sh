@@ -12,9 +12,7 @@ set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 name=${2:-bench}
 shift $(($# < 2 ? $# : 2))
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/$name.log") 2>&1
+log_name=$name
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -8,9 +8,7 @@
 # writes $OUT/all.{json,xml,md,html} and the device timelines $OUT/trace.json.
 set -uo pipefail
 size=${1:-medium}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/run.log") 2>&1
+log_name=run
 backends_for_env=hip
 source ci/gpu/env.sh
 HETERO_REQUIRE=host,opencl,cuda,hip timeout 500 .gpu/bin/conform --backend all --size "$size" \

@@ -2,7 +2,13 @@
 # Sourced by the GPU scripts (from the repository root, .gpu/ carried):
 # makes OpenCL find NVIDIA's driver, and, when $backends_for_env names hip,
 # builds the HIP-on-NVIDIA harness and points ROCM_PATH at it.
-# Sets $work (a scratch folder). Prints the machine first, for the log.
+# Sets $out (the output folder, logging to $out/$log_name.log) and $work
+# (a scratch folder). Prints the machine first, for the log.
+# Every script's output folder: $OUT, or /tmp/hetero-out; everything
+# printed from here on also goes to $out/$log_name.log (the caller names it).
+out=${OUT:-/tmp/hetero-out}
+mkdir -p "$out"
+exec > >(tee -a "$out/${log_name:-run}.log") 2>&1
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

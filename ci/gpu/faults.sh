@@ -13,9 +13,7 @@ set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 seconds=${2:-120}
 rate=${3:-0.02}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/faults.log") 2>&1
+log_name=faults
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -18,9 +18,7 @@ backends=${1:-cuda,hip,opencl}
 sizes=${2:-small,medium}
 workloads=${3:-pull,wave,bandwidth}
 bench=${4:-}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/graphs.log") 2>&1
+log_name=graphs
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -17,9 +17,7 @@
 # Everything printed goes to $OUT/markers.log too.
 set -uo pipefail
 backends=${1:-cuda,hip,opencl}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/markers.log") 2>&1
+log_name=markers
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -19,10 +19,8 @@ backends=${1:-cuda,hip,opencl}
 size=${2:-large}
 workloads=${3:-reduce,scan,pull,wave,bandwidth}
 seconds=${4:-240}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
 bin=.gpu/bin
-exec > >(tee -a "$out/node-$size.log") 2>&1
+log_name=node-$size
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh

@@ -17,11 +17,8 @@ set -uo pipefail
 backends=${1:-opencl}
 sizes=${2:-small,medium,large}
 [ "$sizes" = none ] && sizes=""
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
 bin=.gpu/bin
-log="$out/run.log"
-exec > >(tee -a "$log") 2>&1
+log_name=run
 
 backends_for_env=$backends
 source ci/gpu/env.sh

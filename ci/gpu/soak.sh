@@ -12,9 +12,7 @@
 set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 seconds=${2:-540}
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/soak.log") 2>&1
+log_name=soak
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh
