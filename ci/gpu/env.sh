@@ -4,11 +4,14 @@
 # builds the HIP-on-NVIDIA harness and points ROCM_PATH at it.
 # Sets $out (the output folder, logging to $out/$log_name.log) and $work
 # (a scratch folder). Prints the machine first, for the log.
-# Every script's output folder: $OUT, or /tmp/hetero-out; everything
-# printed from here on also goes to $out/$log_name.log (the caller names it).
+# Every script's output folder: $OUT, or /tmp/hetero-out; where the caller
+# names $log_name, everything printed from here on also goes to
+# $out/$log_name.log (scripts under experiments/ keep logs of their own).
 out=${OUT:-/tmp/hetero-out}
 mkdir -p "$out"
-exec > >(tee -a "$out/${log_name:-run}.log") 2>&1
+if [ -n "${log_name:-}" ]; then
+  exec > >(tee -a "$out/$log_name.log") 2>&1
+fi
 echo "== machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
