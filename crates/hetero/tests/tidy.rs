@@ -293,10 +293,16 @@ fn library_layers_hold_as_imports() {
         &["algorithms"],
         &["testing"],
     ];
-    let layer = |m: &str| layers.iter().position(|l| l.contains(&m));
     let graph = import_graph(&workspace().join("crates/hetero/src"), 1);
-    assert_eq!(cycle(&graph), None, "{graph:?}");
-    for (from, targets) in &graph {
+    assert_imports_go_down(&graph, &layers, "");
+}
+
+/// Every module of `graph` imports only modules of lower `layers` (each a
+/// list of module names below `prefix`), and none in a circle.
+fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[&[&str]], prefix: &str) {
+    let layer = |m: &str| layers.iter().position(|l| l.iter().any(|name| m == format!("{prefix}{name}")));
+    assert_eq!(cycle(graph), None, "{graph:?}");
+    for (from, targets) in graph {
         let rank = layer(from).unwrap_or_else(|| panic!("module `{from}` has no layer in this test"));
         for to in targets {
             let below = layer(to).unwrap_or_else(|| panic!("`{from}` imports `{to}`, which has no layer"));
@@ -328,21 +334,13 @@ fn typed_layer_floors_hold_as_imports() {
         &["peer", "graph"],
         &["context"],
     ];
-    let floor = |m: &str| floors.iter().position(|f| f.iter().any(|name| m == format!("safe/{name}")));
     let graph = import_graph(&workspace().join("crates/hetero/src"), 2);
-    let layer: BTreeMap<String, BTreeSet<String>> = graph
+    let typed_layer: BTreeMap<String, BTreeSet<String>> = graph
         .iter()
         .filter(|(m, _)| m.starts_with("safe/"))
         .map(|(m, targets)| (m.clone(), targets.iter().filter(|t| t.starts_with("safe/")).cloned().collect()))
         .collect();
-    assert_eq!(cycle(&layer), None, "{layer:?}");
-    for (from, targets) in &layer {
-        let rank = floor(from).unwrap_or_else(|| panic!("`{from}` has no floor in this test"));
-        for to in targets {
-            let below = floor(to).unwrap_or_else(|| panic!("`{from}` imports `{to}`, which has no floor"));
-            assert!(below < rank, "`{from}` (floor {rank}) imports `{to}` (floor {below}): imports go down only");
-        }
-    }
+    assert_imports_go_down(&typed_layer, &floors, "safe/");
 }
 
 /// No file of the workspace's crates imports in a circle, at any depth
