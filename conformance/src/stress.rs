@@ -375,7 +375,7 @@ impl<D: Device> Worker<'_, D> {
             let b = (a + self.rng.random_range(1..self.slots.len().max(2))) % self.slots.len();
             let result = match choice {
                 0..8 if b != a => Some(self.transfer(a, b, 1, |_| None, |src, dst| s.copy(src, dst))),
-                100..105 if far.is_some() => far.as_mut().map(|(far, fs)| {
+                100..105 if b != a => far.as_mut().map(|(far, fs)| {
                     // There and back: pushed on `s`, pulled back on the other device's stream.
                     self.transfer(
                         a,
@@ -559,8 +559,8 @@ impl<D: Device> Worker<'_, D> {
     }
 
     /// Runs `op` from a random range of buffer `from` into the same range
-    /// of buffer `to` (locked in index order, so two threads never wait on
-    /// each other's locks; the same buffer when they are equal), and
+    /// of buffer `to`, another buffer (locked in index order, so two
+    /// threads never wait on each other's locks), and
     /// writes the range into `to`'s model: the source's range itself, or
     /// what `map` makes of it. The range starts at a multiple of `align`
     /// elements (a kernel argument at an offset must be aligned on OpenCL).
@@ -572,21 +572,6 @@ impl<D: Device> Worker<'_, D> {
         map: impl Fn(&[u32]) -> Option<Vec<u32>>,
         op: impl FnOnce(DeviceSlice<'_, u32, D>, DeviceSliceMut<'_, u32, D>) -> Step,
     ) -> Step {
-        if from == to {
-            // Through a copy of the range: a peer round trip of one buffer.
-            let only = self.slots[from].lock().unwrap_or_else(PoisonError::into_inner);
-            let start = self.rng.random_range(0..self.len) / align * align;
-            let n = self.rng.random_range(0..=self.len - start);
-            let mut copy = self.ctx.alloc::<u32>(n.max(1))?;
-            let result = only.buffer.slice(start..start + n).and_then(|src| {
-                let dst = copy.slice_mut(..n)?;
-                op(src, dst)
-            });
-            drop(copy);
-            // The buffer was only read.
-            self.counters.operations.fetch_add(1, Ordering::Relaxed);
-            return result;
-        }
         let (first, second) = (from.min(to), from.max(to));
         let mut low = self.slots[first].lock().unwrap_or_else(PoisonError::into_inner);
         let mut high = self.slots[second].lock().unwrap_or_else(PoisonError::into_inner);

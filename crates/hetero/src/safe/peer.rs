@@ -41,7 +41,8 @@ use crate::error::{Error, ErrorKind, Result};
 /// Bridge streams a device keeps before it lets idle ones go.
 const MAX_BRIDGES: usize = 16;
 
-/// The bridge of `far` for peer copies made on `waiter`, made at the first.
+/// The bridge of `far` for peer copies made on `waiter`, made at the first
+/// (under the list's lock, so two threads copying on one stream share one).
 fn bridge_for<D: Device>(far: &DeviceState<D>, waiter: &Stream<D>) -> Result<Arc<Bridge>> {
     let mut bridges = far.bridges();
     if let Some(bridge) = bridges.iter().find(|b| b.waiter == waiter.id) {
@@ -50,32 +51,38 @@ fn bridge_for<D: Device>(far: &DeviceState<D>, waiter: &Stream<D>) -> Result<Arc
     // Bridges of streams that are gone go first; past MAX_BRIDGES, every
     // bridge not in use.
     let many = bridges.len() >= MAX_BRIDGES;
-    let (keep, gone): (Vec<_>, Vec<_>) =
-        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || (!many && b.waiter_alive.strong_count() > 0));
-    *bridges = keep;
+    let gone = take_unused(&mut bridges, many);
+    let made = far.create_stream(StreamFlags { non_blocking: true, timing: false, ..StreamFlags::default() });
+    let bridge = made.map(|id| {
+        let bridge = Arc::new(Bridge {
+            waiter: waiter.id,
+            waiter_alive: Arc::downgrade(&waiter.alive),
+            id,
+            order: Mutex::new(None),
+        });
+        bridges.push(Arc::clone(&bridge));
+        bridge
+    });
     drop(bridges);
     release(far, gone);
-    let id = far.create_stream(StreamFlags { non_blocking: true, timing: false, ..StreamFlags::default() })?;
-    let bridge = Arc::new(Bridge {
-        waiter: waiter.id,
-        waiter_alive: Arc::downgrade(&waiter.alive),
-        id,
-        order: Mutex::new(None),
-    });
-    far.bridges().push(Arc::clone(&bridge));
-    Ok(bridge)
+    bridge
 }
 
 /// Lets go of `far`'s bridges whose near streams are gone and that no copy
 /// is using (`Context::trim`): work queued on them still runs, and the
 /// marks they recorded stay valid events.
 pub(crate) fn prune_bridges<D: Device>(far: &DeviceState<D>) {
-    let mut bridges = far.bridges();
-    let (keep, gone): (Vec<_>, Vec<_>) =
-        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || b.waiter_alive.strong_count() > 0);
-    *bridges = keep;
-    drop(bridges);
+    let gone = take_unused(&mut far.bridges(), false);
     release(far, gone);
+}
+
+/// Takes out of `bridges` those no copy is using whose near stream is gone,
+/// or with `all`, every one no copy is using.
+fn take_unused(bridges: &mut Vec<Arc<Bridge>>, all: bool) -> Vec<Arc<Bridge>> {
+    let (keep, gone) =
+        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || (!all && b.waiter_alive.strong_count() > 0));
+    *bridges = keep;
+    gone
 }
 
 /// Destroys the streams of bridges taken out of `far`'s list.

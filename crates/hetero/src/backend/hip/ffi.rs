@@ -248,7 +248,10 @@ fn open_first(stem: &str) -> Result<(Library, PathBuf), NotOpened> {
             // make no demands on the caller.
             match unsafe { Library::new(&path) } {
                 Ok(library) => return Ok((library, path)),
-                Err(e) if loader::is_missing(&e) => {
+                // No such file here (or a bare name the system's search did
+                // not find): the next place may have it. Asked of the file
+                // system, not read from the loader's (localised) message.
+                Err(e) if folder.is_none() || !path.exists() => {
                     missing.get_or_insert_with(|| loader::load_error(&e));
                 }
                 Err(e) => {
