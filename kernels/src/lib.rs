@@ -19,7 +19,19 @@
 //! | `SHARED_ARRAY(T, name, count)` | a block-shared array declared inside a kernel |
 //! | `HETERO_PI` | pi as a float literal |
 //! | `uint`, `int`, `float`, `ulong`, `long`, `ushort`, `uchar` | scalar types, the same width on every backend (`long` is 64-bit) |
-//! | `double` | 64-bit float, on devices whose `DeviceInfo::fp64` is set (the OpenCL prelude enables `cl_khr_fp64`) |
+//! | `double` | 64-bit float, on devices whose `DeviceInfo::fp64` is set (the OpenCL prelude enables `cl_khr_fp64`; `HETERO_FP64` is defined) |
+//! | `THREAD_LINEAR`, `BLOCK_THREADS` | the thread's index in its block over all dimensions (x fastest), and the block's thread count |
+//! | `block_reduce_OP_S`, `block_inclusive_scan_OP_S`, `block_exclusive_scan_OP_S` (and `_items_` forms over several values per thread) | block collectives, `OP` one of `add`, `min`, `max`, `S` one of `u32`, `i32`, `u64`, `i64`, `f32`, `f64`; every thread calls them, in uniform control flow, with `BLOCK_THREADS` elements of shared scratch |
+//! | `block_load_striped_S`, `block_store_striped_S`, `block_striped_to_blocked_S`, `block_blocked_to_striped_S`, `BLOCK_EXCHANGE_LEN` | block loads and stores of several items per thread, and exchanges between striped and blocked layouts |
+//! | `HETERO_SUBGROUPS` | defined where the device has subgroups ([`SUBGROUP_WORDS`] need it) |
+//! | `SUBGROUP_SIZE`, `SUBGROUP_LANE`, `SUBGROUP_ID`, `SUBGROUP_COUNT`, `SUBGROUP_LANES` | the device's subgroup width (warp or wavefront: 32 or 64), the thread's lane and subgroup, subgroups in the block, lanes of this thread's subgroup (fewer in a block's partial last one) |
+//! | `sg_shuffle_S`, `sg_broadcast_S`, `sg_shuffle_up_S`, `sg_shuffle_down_S`, `sg_shuffle_xor_S` | values from other lanes of the subgroup |
+//! | `sg_ballot`, `sg_any`, `sg_all` | votes over the subgroup (`sg_ballot` gives a `ulong` with one bit per lane) |
+//! | `sg_reduce_OP_S`, `sg_inclusive_scan_OP_S`, `sg_exclusive_scan_OP_S` | subgroup collectives |
+//!
+//! The collectives are declared in `common.kern`, which says what each
+//! takes; integer results are the same on every backend, with and without
+//! subgroups.
 //!
 //! A kernel may take a struct by value: define it in the source with
 //! scalar fields (`typedef struct { float a; uint n; } Params;`) and pass a
@@ -27,8 +39,9 @@
 //! and alignment against [`struct_layouts`].
 //!
 //! Rules for kernel bodies: no backend-specific names, `uint` for unsigned
-//! 32-bit integers, no assumption about the warp or wavefront size, and
-//! barriers reached by every thread of a block. A launcher passes dynamic
+//! 32-bit integers, no assumption about the warp or wavefront size (read
+//! `SUBGROUP_SIZE`), and barriers and block collectives reached by every
+//! thread of a block. A launcher passes dynamic
 //! shared memory by byte count; OpenCL receives it as the trailing `__local`
 //! argument, CUDA and HIP as `extern __shared__` memory.
 //!
@@ -72,17 +85,166 @@ pub const ALGORITHMS: &str = include_str!("portable/algorithms.kern");
 pub const ALL: [(&str, &str); 6] =
     [("reduce", REDUCE), ("scan", SCAN), ("pull", PULL), ("wave", WAVE), ("bandwidth", BANDWIDTH), ("util", UTIL)];
 
-/// Helpers every source may call (`block_sum`); compiled after the prelude.
+/// Helpers every source may call (`block_sum`, and what the collectives
+/// share); compiled after the prelude.
 pub const COMMON: &str = include_str!("portable/common.kern");
+
+/// The collectives' template, instantiated by [`collectives`].
+pub const COLLECTIVES: &str = include_str!("portable/collectives.kern");
+
+/// The operators of the collectives, as their names read in the dialect.
+pub const COLLECTIVE_OPS: [&str; 3] = ["add", "min", "max"];
+
+/// The combination of `a` and `b` by `op` (one of [`COLLECTIVE_OPS`]) for
+/// the C type `ty`, as C: sums wrap for integers (signed ones are added as
+/// unsigned, since signed overflow is undefined in C); min and max skip a
+/// NaN in `a` (over a NaN in `b` they keep `a`), as `fmin`/`fmax` do from the
+/// identity on.
+pub fn combine(op: &str, ty: &str) -> String {
+    let float = matches!(ty, "float" | "double");
+    let nan = if float { " || a != a" } else { "" };
+    match op {
+        "add" if ty == "int" => "(int)((uint)a + (uint)b)".to_string(),
+        "add" if ty == "long" => "(long)((ulong)a + (ulong)b)".to_string(),
+        "add" => "a + b".to_string(),
+        "min" => format!("(b < a{nan}) ? b : a"),
+        _ => format!("(b > a{nan}) ? b : a"),
+    }
+}
+
+/// The identity of `op` for the C type `ty`, as a C expression.
+pub fn identity(op: &str, ty: &str) -> &'static str {
+    match (op, ty) {
+        ("add", "float") => "0.0f",
+        ("add", "double") => "0.0",
+        ("add", "uint") => "0u",
+        ("add", "int") => "0",
+        ("add", "ulong") => "(ulong)0",
+        ("add", _) => "(long)0",
+        ("min", "uint") => "0xffffffffu",
+        ("min", "int") => "0x7fffffff",
+        ("min", "ulong") => "(ulong)0xffffffffffffffffUL",
+        ("min", "long") => "(long)0x7fffffffffffffffL",
+        ("min", "float") => "HETERO_INF_F32",
+        ("min", _) => "HETERO_INF_F64",
+        (_, "uint") => "0u",
+        (_, "int") => "(-0x7fffffff - 1)",
+        (_, "ulong") => "(ulong)0",
+        (_, "long") => "(-0x7fffffffffffffffL - 1L)",
+        (_, "float") => "(-HETERO_INF_F32)",
+        _ => "(-HETERO_INF_F64)",
+    }
+}
+
+/// [`COLLECTIVES`] for every type and operator (the `double` ones where
+/// `HETERO_FP64` is defined); [`assemble`] puts it after [`COMMON`].
+pub fn collectives() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let marker = "/* ---- per operator ---- */";
+        let (per_type, per_op) = COLLECTIVES.split_once(marker).unwrap_or((COLLECTIVES, ""));
+        let mut out = String::new();
+        for (suffix, ty) in COLLECTIVE_TYPES {
+            let fp64 = ty == "double";
+            if fp64 {
+                out.push_str("#if defined(HETERO_FP64)\n");
+            }
+            out.push_str(&per_type.replace("$T", ty).replace("$S", suffix));
+            for op in COLLECTIVE_OPS {
+                out.push_str(
+                    &per_op
+                        .replace("$OP", op)
+                        .replace("$ID", identity(op, ty))
+                        .replace("$COMBINE", &combine(op, ty))
+                        .replace("$T", ty)
+                        .replace("$S", suffix),
+                );
+            }
+            if fp64 {
+                out.push_str("#endif\n");
+            }
+        }
+        out
+    })
+}
 
 /// Prelude that maps the dialect onto OpenCL C 1.2.
 pub const PRELUDE_OPENCL: &str = include_str!("prelude/opencl.h");
 /// Prelude that maps the dialect onto CUDA C++ (NVRTC) and HIP (hiprtc).
 pub const PRELUDE_CUDA: &str = include_str!("prelude/cuda.h");
 
+/// The suffixes of the element types the collectives take, with their C types.
+pub const COLLECTIVE_TYPES: [(&str, &str); 6] =
+    [("u32", "uint"), ("i32", "int"), ("u64", "ulong"), ("i64", "long"), ("f32", "float"), ("f64", "double")];
+
+/// Words of the dialect that need subgroups (`HETERO_SUBGROUPS`): the
+/// macros, and the functions before their type suffix (`sg_shuffle_` is
+/// `sg_shuffle_u32` and its siblings).
+pub const SUBGROUP_WORDS: [&str; 16] = [
+    "SUBGROUP_SIZE",
+    "SUBGROUP_LANE",
+    "SUBGROUP_ID",
+    "SUBGROUP_COUNT",
+    "SUBGROUP_LANES",
+    "sg_ballot",
+    "sg_any",
+    "sg_all",
+    "sg_shuffle_",
+    "sg_broadcast_",
+    "sg_shuffle_up_",
+    "sg_shuffle_down_",
+    "sg_shuffle_xor_",
+    "sg_reduce_",
+    "sg_inclusive_scan_",
+    "sg_exclusive_scan_",
+];
+
+/// The first subgroup word `source` uses outside comments, as written
+/// (`sg_reduce_add_u32`), if any: what a device without subgroups cannot
+/// compile.
+pub fn subgroup_word(source: &str) -> Option<String> {
+    let code = strip_comments(source);
+    let mut words = code.split(|c: char| !is_ident(c)).filter(|w| !w.is_empty());
+    words
+        .find(|w| {
+            SUBGROUP_WORDS.iter().any(|s| {
+                if let Some(prefix) = s.strip_suffix('_') {
+                    w.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('_')).is_some_and(|rest| {
+                        // `sg_shuffle_u32`, or the longer words' suffixes (`sg_shuffle_up_u32`).
+                        COLLECTIVE_TYPES.iter().any(|(t, _)| {
+                            rest == *t || ["add_", "min_", "max_"].iter().any(|op| rest.strip_prefix(op) == Some(t))
+                        })
+                    })
+                } else {
+                    w == s
+                }
+            })
+        })
+        .map(str::to_string)
+}
+
 /// The full text a backend compiles: its prelude, [`COMMON`], then `source`.
 pub fn assemble(prelude: &str, source: &str) -> String {
-    format!("{prelude}\n{COMMON}\n#line 1\n{source}")
+    format!("{prelude}\n{COMMON}\n{}\n#line 1\n{source}", collectives())
+}
+
+/// `text` with every whole word `word` (an identifier) replaced by `with`.
+pub fn replace_word(text: &str, word: &str, with: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(is_ident) || after.is_some_and(is_ident) {
+            out.push_str(word);
+        } else {
+            out.push_str(with);
+        }
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Names of the kernel entry points declared in `source`, in order of
@@ -371,6 +533,39 @@ mod tests {
         for (_, src) in ALL {
             assert_eq!(kernel_params(src).len(), kernel_names(src).len());
         }
+    }
+
+    #[test]
+    fn collectives_are_instantiated_for_every_type_and_operator() {
+        let text = collectives();
+        assert!(!text.contains('$'), "a placeholder is left");
+        for (suffix, _) in COLLECTIVE_TYPES {
+            assert!(text.contains(&format!("void block_store_striped_{suffix}(")));
+            for op in COLLECTIVE_OPS {
+                assert!(text.contains(&format!(" block_inclusive_scan_items_{op}_{suffix}(")), "{op} {suffix}");
+                assert!(text.contains(&format!(" sg_reduce_{op}_{suffix}(")), "{op} {suffix}");
+            }
+        }
+        assert!(text.contains("DEVICE_FN long hetero_add_i64(long a, long b) { return (long)((ulong)a + (ulong)b); }"));
+        assert!(
+            text.contains("DEVICE_FN float hetero_min_f32(float a, float b) { return (b < a || a != a) ? b : a; }")
+        );
+        assert_eq!(
+            replace_word("ALG_T x; ALG_TT y; MY_ALG_T z; (ALG_T*)", "ALG_T", "ulong"),
+            "ulong x; ALG_TT y; MY_ALG_T z; (ulong*)"
+        );
+    }
+
+    #[test]
+    fn subgroup_words_are_found_outside_comments() {
+        assert_eq!(subgroup_word("x = sg_reduce_add_u32(v);").as_deref(), Some("sg_reduce_add_u32"));
+        assert_eq!(subgroup_word("y = sg_shuffle_up_f64(v, 1u);").as_deref(), Some("sg_shuffle_up_f64"));
+        assert_eq!(subgroup_word("uint w = SUBGROUP_SIZE;").as_deref(), Some("SUBGROUP_SIZE"));
+        assert_eq!(subgroup_word("if (sg_any(p)) {}").as_deref(), Some("sg_any"));
+        assert_eq!(subgroup_word("/* sg_any(p) */ block_reduce_add_u32(s, v); // SUBGROUP_SIZE"), None);
+        // Names that merely start like a word are not words.
+        assert_eq!(subgroup_word("uint sg_anything = my_sg_any; sg_shuffle_total = 1;"), None);
+        assert_eq!(subgroup_word("#ifdef HETERO_SUBGROUPS\n#endif"), None);
     }
 
     #[test]

@@ -96,6 +96,7 @@ mod tests {
             shared_memory_per_block: shared,
             compute_units: 2,
             warp_size: 32,
+            subgroup_sizes: Vec::new(),
             fp64: true,
             pci_bus_id: None,
             uuid: None,
@@ -143,6 +144,9 @@ mod tests {
         assert_eq!((zero.max_threads, zero.preferred_multiple), (1, 1));
         assert_eq!(KernelLimits::new(&info, 4096, 64, 0).max_threads, 1024);
         let both = KernelLimits::new(&info, 256, 32, 8).and(KernelLimits::new(&info, 128, 64, 16));
-        assert_eq!(both, KernelLimits { max_threads: 128, preferred_multiple: 64, static_shared: 16 });
+        assert_eq!(
+            both,
+            KernelLimits { max_threads: 128, preferred_multiple: 64, static_shared: 16, subgroup_size: None }
+        );
     }
 }

@@ -72,6 +72,11 @@ pub struct DeviceInfo {
     pub compute_units: u32,
     /// Threads that execute in lock-step: warp (32) or wavefront (32 or 64).
     pub warp_size: u32,
+    /// Subgroup widths the device's kernels can have, smallest first; empty
+    /// where kernels have no subgroups (`HETERO_SUBGROUPS` undefined): CUDA
+    /// and HIP the warp or wavefront (32, or 64 on AMD's CDNA), OpenCL on
+    /// NVIDIA 32, other OpenCL devices and the host none.
+    pub subgroup_sizes: Vec<u32>,
     /// Whether kernels may use `double` (CUDA and HIP always; OpenCL where
     /// the device reports double-precision support; the host always).
     pub fp64: bool,
@@ -114,6 +119,9 @@ pub struct KernelLimits {
     /// Shared (local) memory the kernel declares itself, in bytes, besides
     /// the dynamic amount a launch asks for.
     pub static_shared: usize,
+    /// The width of the kernel's subgroups (`SUBGROUP_SIZE`), where the
+    /// device has them.
+    pub subgroup_size: Option<u32>,
 }
 
 impl KernelLimits {
@@ -125,6 +133,7 @@ impl KernelLimits {
             max_threads: max_threads.min(info.max_threads_per_block).max(1),
             preferred_multiple: preferred_multiple.max(1),
             static_shared,
+            subgroup_size: info.subgroup_sizes.last().copied(),
         }
     }
 
@@ -137,6 +146,7 @@ impl KernelLimits {
             max_threads: self.max_threads.min(other.max_threads),
             preferred_multiple: self.preferred_multiple.max(other.preferred_multiple),
             static_shared: self.static_shared.max(other.static_shared),
+            subgroup_size: self.subgroup_size.max(other.subgroup_size),
         }
     }
 }

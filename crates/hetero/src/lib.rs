@@ -56,6 +56,7 @@ mod error;
 pub mod faults;
 pub mod host_kernel;
 pub mod markers;
+mod ops;
 pub mod safe;
 mod select;
 mod shard;

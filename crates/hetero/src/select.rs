@@ -168,6 +168,7 @@ mod tests {
             shared_memory_per_block: 0,
             compute_units: 1,
             warp_size: 1,
+            subgroup_sizes: Vec::new(),
             fp64: false,
             pci_bus_id: None,
             uuid: None,

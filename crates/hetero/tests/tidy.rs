@@ -282,7 +282,7 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn library_layers_hold_as_imports() {
     let layers: [&[&str]; 11] = [
         &["sync"],
-        &["types", "signature", "shard", "markers"],
+        &["types", "signature", "shard", "markers", "ops"],
         &["error"],
         &["host_kernel"],
         &["device"],

@@ -44,3 +44,83 @@ static inline void atomic_add_f32(__global float* p, float v) {
         old = atomic_cmpxchg(bits, assumed, as_uint(as_float(assumed) + v));
     } while (old != assumed);
 }
+
+/* 64-bit floats where the device has them; infinities for the identities of min and max. */
+#if defined(cl_khr_fp64)
+#define HETERO_FP64 1
+#define HETERO_INF_F64 as_double(0x7ff0000000000000UL)
+#endif
+#define HETERO_INF_F32 as_float(0x7f800000u)
+
+/* The thread's index in its block, all dimensions together (x fastest),
+ * and the block's thread count. */
+#define THREAD_LINEAR ((uint)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2))))
+#define BLOCK_THREADS ((uint)(get_local_size(0) * get_local_size(1) * get_local_size(2)))
+
+#if defined(HETERO_SUBGROUP_PTX)
+/* NVIDIA's OpenCL reports no subgroup extension, but its compiler takes
+ * PTX: warps of 32 lanes formed from consecutive THREAD_LINEAR, as in CUDA
+ * (the backend defines HETERO_SUBGROUP_PTX for NVIDIA devices only). */
+#define HETERO_SUBGROUPS 1
+#define SUBGROUP_SIZE 32u
+#define SUBGROUP_LANE (THREAD_LINEAR % 32u)
+#define SUBGROUP_ID (THREAD_LINEAR / 32u)
+#define SUBGROUP_COUNT ((BLOCK_THREADS + 31u) / 32u)
+#define SUBGROUP_LANES (BLOCK_THREADS - SUBGROUP_ID * 32u < 32u ? BLOCK_THREADS - SUBGROUP_ID * 32u : 32u)
+static inline uint hetero_sg_mask() {
+    uint lanes = SUBGROUP_LANES;
+    return lanes >= 32u ? 0xffffffffu : (1u << lanes) - 1u;
+}
+static inline uint hetero_shfl_idx_uint(uint v, uint lane) {
+    uint r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(lane), "r"(hetero_sg_mask()));
+    return r;
+}
+static inline uint hetero_shfl_up_uint(uint v, uint d) {
+    uint r;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, %3;" : "=r"(r) : "r"(v), "r"(d), "r"(hetero_sg_mask()));
+    return r;
+}
+static inline uint hetero_shfl_down_uint(uint v, uint d) {
+    uint r;
+    asm volatile("shfl.sync.down.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(d), "r"(hetero_sg_mask()));
+    return r;
+}
+static inline uint hetero_shfl_xor_uint(uint v, uint m) {
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(m), "r"(hetero_sg_mask()));
+    return r;
+}
+/* Other types move as 32-bit words. */
+#define HETERO_SHFL_AS(T, MODE, TO, FROM) \
+    static inline T hetero_shfl_##MODE##_##T(T v, uint x) { return FROM(hetero_shfl_##MODE##_uint(TO(v), x)); }
+#define HETERO_SHFL_WIDE(T, MODE) \
+    static inline T hetero_shfl_##MODE##_##T(T v, uint x) { \
+        ulong b = as_ulong(v); \
+        uint lo = hetero_shfl_##MODE##_uint((uint)b, x), hi = hetero_shfl_##MODE##_uint((uint)(b >> 32), x); \
+        return as_##T(((ulong)hi << 32) | (ulong)lo); \
+    }
+#define HETERO_SHFL_MODES(M) \
+    HETERO_SHFL_AS(int, M, as_uint, as_int) \
+    HETERO_SHFL_AS(float, M, as_uint, as_float) \
+    HETERO_SHFL_WIDE(ulong, M) \
+    HETERO_SHFL_WIDE(long, M)
+HETERO_SHFL_MODES(idx)
+HETERO_SHFL_MODES(up)
+HETERO_SHFL_MODES(down)
+HETERO_SHFL_MODES(xor)
+#if defined(HETERO_FP64)
+HETERO_SHFL_WIDE(double, idx)
+HETERO_SHFL_WIDE(double, up)
+HETERO_SHFL_WIDE(double, down)
+HETERO_SHFL_WIDE(double, xor)
+#endif
+static inline ulong sg_ballot(int p) {
+    uint r;
+    asm volatile("{ .reg .pred q; setp.ne.s32 q, %1, 0; vote.sync.ballot.b32 %0, q, %2; }"
+                 : "=r"(r) : "r"(p), "r"(hetero_sg_mask()));
+    return (ulong)r;
+}
+static inline int sg_any(int p) { return sg_ballot(p) != 0ul; }
+static inline int sg_all(int p) { return sg_ballot(p) == (ulong)hetero_sg_mask(); }
+#endif

@@ -17,7 +17,9 @@
 //! Thread indices are loops over [`Block::threads`] (or
 //! [`Block::thread_indices`] in 2D and 3D); a barrier is the end of one such
 //! loop and the start of the next; dynamic shared memory is a local vector
-//! from [`Block::shared`]. Registration declares the parameters in order
+//! from [`Block::shared`]; the dialect's block collectives are
+//! [`Block::reduce`], [`Block::inclusive_scan`] and
+//! [`Block::exclusive_scan`] over the block's per-thread values. Registration declares the parameters in order
 //! ([`HostKernel::scalar`], [`HostKernel::slice`], [`HostKernel::slice_mut`]),
 //! and the build checks them against the source's parameter list (count,
 //! kind, element type, `const`).
@@ -36,6 +38,7 @@
 #![cfg_attr(not(feature = "host"), allow(dead_code, unused_imports))]
 
 mod args;
+mod collectives;
 mod slice;
 
 use std::sync::Arc;

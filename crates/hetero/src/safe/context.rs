@@ -214,13 +214,32 @@ impl<D: Device> Context<D> {
         self.build_module_with(source, &[])
     }
 
+    /// A failed build of a source that uses a subgroup word on a device
+    /// without subgroups says so first: the compiler's log alone names an
+    /// undeclared identifier.
+    fn name_subgroup_word(&self, mut error: Error, source: &str) -> Error {
+        let info = self.info();
+        if error.kind == ErrorKind::Build
+            && info.subgroup_sizes.is_empty()
+            && let Some(word) = hetero_kernels::subgroup_word(source)
+        {
+            error.message = format!(
+                "{} has no subgroups (DeviceInfo::subgroup_sizes is empty), but the source uses `{word}`: \
+                 keep it under `#if defined(HETERO_SUBGROUPS)` with a fallback (the block collectives have one), \
+                 or build for a device with subgroups\n{}",
+                info.name, error.message
+            );
+        }
+        error
+    }
+
     /// Builds a portable kernel source together with Rust implementations
     /// of its kernels, which the host backend runs (checked against the
     /// source's parameter lists: see [`crate::host_kernel`]); GPU backends
     /// compile the source and ignore them.
     pub fn build_module_with(&self, source: &str, host_kernels: &[HostKernel]) -> Result<Module<D>> {
         let _range = markers::range(c"hetero build_module");
-        let id = self.device.build_module(source, host_kernels)?;
+        let id = self.device.build_module(source, host_kernels).map_err(|e| self.name_subgroup_word(e, source))?;
         Ok(Module {
             device: Arc::clone(&self.device),
             id,

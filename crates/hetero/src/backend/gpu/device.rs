@@ -98,6 +98,7 @@ impl<R: Runtime> GpuDevice<R> {
             shared_memory_per_block: attr(Attribute::SharedMemoryPerBlock)? as usize,
             compute_units: attr(Attribute::MultiprocessorCount)?,
             warp_size: attr(Attribute::WarpSize)?,
+            subgroup_sizes: vec![attr(Attribute::WarpSize)?],
             fp64: true,
             pci_bus_id: identity.pci_bus_id,
             uuid: identity.uuid,

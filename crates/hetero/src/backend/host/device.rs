@@ -102,6 +102,7 @@ impl HostDevice {
                 shared_memory_per_block: 64 * 1024,
                 compute_units: cpus,
                 warp_size: 1,
+                subgroup_sizes: Vec::new(),
                 fp64: true,
                 pci_bus_id: None,
                 uuid: None,

@@ -97,6 +97,20 @@ fn uuid(device: &ClDevice, extensions: &str) -> Option<String> {
     device.uuid_khr().ok().filter(|u| u.iter().any(|&b| b != 0)).map(|u| crate::device::format_uuid(&u))
 }
 
+/// The subgroup widths kernels get on a device of `vendor`: NVIDIA's warps
+/// through PTX ([`subgroups_by_ptx`]); no other OpenCL device yet (the
+/// `cl_khr_subgroups` route is not written).
+fn subgroup_sizes(vendor: &str) -> Vec<u32> {
+    if subgroups_by_ptx(vendor) { vec![32] } else { Vec::new() }
+}
+
+/// Whether kernels for a device of `vendor` get subgroups through inline
+/// PTX (`HETERO_SUBGROUP_PTX` in the OpenCL prelude): NVIDIA's OpenCL
+/// reports no subgroup extension, but its compiler takes PTX.
+pub(super) fn subgroups_by_ptx(vendor: &str) -> bool {
+    vendor.to_ascii_uppercase().contains("NVIDIA")
+}
+
 impl OpenClDevice {
     /// Opens `device` of the platform described by `platform`, as number `ordinal`.
     pub(super) fn new(device: ClDevice, platform: String, ordinal: usize) -> Result<Self> {
@@ -107,13 +121,14 @@ impl OpenClDevice {
             |param| opencl3::device::get_device_info(device.id(), param).ok().map(|v| v.to_uint()).filter(|&w| w > 0);
         let extensions = device.extensions().unwrap_or_default();
         let name = device.name().map_err(q("clGetDeviceInfo"))?.trim().to_string();
+        let vendor = device.vendor().map_err(q("clGetDeviceInfo"))?.trim().to_string();
         let info = DeviceInfo {
             backend: Backend::OpenCl,
             ordinal,
             // AMD's OpenCL names a device by its target (`gfx90a:sramecc+:xnack-`).
             arch: name.starts_with("gfx").then(|| name.clone()),
             name,
-            vendor: device.vendor().map_err(q("clGetDeviceInfo"))?.trim().to_string(),
+            vendor: vendor.clone(),
             platform,
             total_memory: device.global_mem_size().map_err(q("clGetDeviceInfo"))?,
             max_threads_per_block: u32::try_from(device.max_work_group_size().map_err(q("clGetDeviceInfo"))?)
@@ -126,6 +141,7 @@ impl OpenClDevice {
                 .unwrap_or(usize::MAX),
             compute_units: device.max_compute_units().map_err(q("clGetDeviceInfo"))?,
             warp_size: vendor_query(WARP_SIZE_NV).or_else(|| vendor_query(WAVEFRONT_WIDTH_AMD)).unwrap_or(1),
+            subgroup_sizes: subgroup_sizes(&vendor),
             fp64: device.double_fp_config().is_ok_and(|config| config != 0),
             pci_bus_id: pci_bus_id(&device, &extensions),
             uuid: uuid(&device, &extensions),
@@ -918,7 +934,7 @@ impl Device for OpenClDevice {
     }
 
     fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
-        Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), source)?)))
+        Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), &self.info, source)?)))
     }
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {

@@ -19,8 +19,13 @@ use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 
 /// Builds `source` for `device`; the error message is the build log.
-pub(super) fn build(context: &Context, device: cl_device_id, source: &str) -> Result<Program> {
-    let text = hetero_kernels::assemble(hetero_kernels::PRELUDE_OPENCL, source);
+pub(super) fn build(context: &Context, device: cl_device_id, info: &DeviceInfo, source: &str) -> Result<Program> {
+    let prelude = if super::device::subgroups_by_ptx(&info.vendor) {
+        format!("#define HETERO_SUBGROUP_PTX 1\n{}", hetero_kernels::PRELUDE_OPENCL)
+    } else {
+        hetero_kernels::PRELUDE_OPENCL.to_string()
+    };
+    let text = hetero_kernels::assemble(&prelude, source);
     let mut program = Program::create_from_source(context, &text).map_err(from_cl("clCreateProgramWithSource"))?;
     if let Err(e) = program.build(&[device], "-cl-std=CL1.2") {
         let log = program.get_build_log(device).unwrap_or_default();
