@@ -10,15 +10,17 @@ use hetero::{Context, DeviceBuffer, Stream};
 
 use crate::measure::{Fail, median};
 
-/// Elements per segment of the segmented reduce (about a jet's constituents).
-pub const SEGMENT: usize = 64;
+/// Elements per segment of the segmented reduces, with their rows' names:
+/// 64 about a jet's constituents, and the extremes of one and 4096.
+pub const SEGMENTS: [(usize, &str); 3] = [(1, "segmented-sum-1"), (64, "segmented-sum"), (4096, "segmented-sum-4096")];
 
 /// One algorithm on one element type.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct AlgorithmCost {
     /// Element type, in the kernel dialect (`uint`, `double`, ...).
     pub element: &'static str,
-    /// `reduce-sum`, `reduce-max`, `scan-exclusive` or `segmented-sum`.
+    /// `reduce-sum`, `reduce-max`, `scan-exclusive`, or a segmented sum
+    /// (`segmented-sum` over segments of 64, `segmented-sum-1`, `-4096`).
     pub algorithm: &'static str,
     pub elements: usize,
     /// Median device milliseconds.
@@ -129,10 +131,6 @@ fn measure<T: Element>(
     let size = std::mem::size_of::<T>();
     let (input, mut output, copy_gbps) = operands::<T>(ctx, stream, n, rounds)?;
     let mut total = stream.alloc::<T>(1)?;
-    let segments = n / SEGMENT;
-    let offsets: Vec<u32> = (0..=segments).map(|s| (s * SEGMENT) as u32).collect();
-    let device_offsets = stream.upload(&offsets)?;
-    let mut sums = stream.alloc::<T>(segments)?;
     let mut push = |algorithm, bytes: usize, ms: f64| {
         out.push(AlgorithmCost::new::<T>(algorithm, n, bytes, ms, copy_gbps, None));
     };
@@ -142,11 +140,17 @@ fn measure<T: Element>(
     push("reduce-max", n * size, ms);
     let ms = time(ctx, stream, rounds, || algorithms.scan(stream, &input, &mut output, ScanKind::Exclusive))?;
     push("scan-exclusive", 2 * n * size, ms);
-    // SAFETY: the offsets are non-decreasing and end at segments * SEGMENT <= n.
-    let ms = time(ctx, stream, rounds, || unsafe {
-        algorithms.segmented_reduce_on_device(stream, &input, &device_offsets, ReduceOp::Sum, &mut sums)
-    })?;
-    push("segmented-sum", n * size + (segments + 1) * 4 + segments * size, ms);
+    for (length, name) in SEGMENTS {
+        let segments = n / length;
+        let offsets: Vec<u32> = (0..=segments).map(|s| (s * length) as u32).collect();
+        let device_offsets = stream.upload(&offsets)?;
+        let mut sums = stream.alloc::<T>(segments)?;
+        // SAFETY: the offsets are non-decreasing and end at segments * length <= n.
+        let ms = time(ctx, stream, rounds, || unsafe {
+            algorithms.segmented_reduce_on_device(stream, &input, &device_offsets, ReduceOp::Sum, &mut sums)
+        })?;
+        push(name, n * size + (segments + 1) * 4 + segments * size, ms);
+    }
     stream.synchronize()?;
     Ok(())
 }

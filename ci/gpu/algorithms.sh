@@ -5,8 +5,10 @@
 #
 #   bash ci/gpu/algorithms.sh cuda,hip,opencl
 #
-# 1. The algorithm API tests with every backend required.
-# 2. torch's sum, amax, cumsum and segment_reduce per dtype at 2^28
+# 1. The algorithm API tests and the dialect's collectives (every word,
+#    type and operator) with every backend required.
+# 2. torch's sum, amax, cumsum and segment_reduce, CuPy's cumsum and
+#    segmented sums (segments of 1, 64, 4096), per dtype at 2^28
 #    ($OUT/algorithms-torch.json), and the vendor baselines of the suite
 #    ($OUT/baseline.json, ci/gpu/baseline.py).
 # 3. The bench's algorithm rows at 2^28 elements on every backend
@@ -23,6 +25,8 @@ source ci/gpu/env.sh
 status=0
 echo "== algorithm API tests (required: host,$backends)"
 HETERO_REQUIRE="host,$backends" timeout 300 .gpu/bin/test-api --test-threads=1 algorithms || status=1
+echo "== collectives tests (required: host,$backends)"
+HETERO_REQUIRE="host,$backends" timeout 300 .gpu/bin/test-collectives --test-threads=4 || status=1
 echo "== torch"
 timeout 300 python3 ci/gpu/algorithms_torch.py --elements 268435456 --json "$out/algorithms-torch.json" || status=1
 timeout 300 python3 ci/gpu/baseline.py --size large --json "$out/baseline.json" || status=1

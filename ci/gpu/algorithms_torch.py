@@ -9,7 +9,10 @@ own copy of the same bytes (clone into a preallocated tensor), `torch.sum`,
 of 64, as the bench's segmented rows), each with the bytes it must move at
 least and that figure over the copy's (reads plus writes): the convention
 of hetero's bench. torch has no 32-bit unsigned sums; int32 moves the same
-bytes.
+bytes. CuPy's rows (`library: cupy`) are `cupy.cumsum` and the segmented
+sums `cupy.add.reduceat` over segments of 1, 64 and 4096 (`segmented-sum-1`,
+`segmented-sum`, `segmented-sum-4096`, as the bench names them), timed the
+same way: CuPy and torch both run on the legacy default stream here.
 """
 
 import argparse
@@ -20,6 +23,31 @@ import torch
 from baseline import timed  # ci/gpu/baseline.py: median CUDA-event ms after warm-up
 
 SEGMENT = 64
+# The bench's segment lengths and its row names.
+SEGMENTS = [(1, "segmented-sum-1"), (64, "segmented-sum"), (4096, "segmented-sum-4096")]
+
+
+def cupy_rows(x, y, n, size, name, copy_gbps, rows):
+    """CuPy's scan and segmented sums on torch's tensors (no copy: DLPack)."""
+    try:
+        import cupy
+    except ImportError as e:
+        print(f"skipped: cupy: {e}")
+        return
+    cx, cy = cupy.from_dlpack(x), cupy.from_dlpack(y)
+    figures = [("scan-inclusive", 2 * n * size, timed(lambda: cupy.cumsum(cx, out=cy)))]
+    for length, algorithm in SEGMENTS:
+        segments = n // length
+        starts = cupy.arange(0, segments * length, length, dtype=cupy.int64)
+        head = cx[: segments * length]
+        figures.append((algorithm, n * size + (segments + 1) * 4 + segments * size,
+                        timed(lambda: cupy.add.reduceat(head, starts))))
+        del starts
+    for algorithm, bytes_, ms in figures:
+        gbps = bytes_ / (ms * 1e6)
+        rows.append({"library": "cupy", "dtype": name, "algorithm": algorithm, "elements": n, "device_ms": ms,
+                     "gbps": gbps, "of_copy": gbps / copy_gbps})
+        print(f"cupy  {name:8} {algorithm:18} {ms:9.3f} ms {gbps:8.1f} GB/s {gbps / copy_gbps:6.2f} of copy")
 
 
 def main():
@@ -50,9 +78,10 @@ def main():
                             timed(lambda: torch.segment_reduce(head, "sum", lengths=lengths))))
         for algorithm, bytes_, ms in figures:
             gbps = bytes_ / (ms * 1e6)
-            rows.append({"dtype": name, "algorithm": algorithm, "elements": n, "device_ms": ms, "gbps": gbps,
+            rows.append({"library": "torch", "dtype": name, "algorithm": algorithm, "elements": n, "device_ms": ms, "gbps": gbps,
                          "of_copy": gbps / copy_gbps})
             print(f"torch {name:8} {algorithm:15} {ms:9.3f} ms {gbps:8.1f} GB/s {gbps / copy_gbps:6.2f} of copy")
+        cupy_rows(x, y, n, size, name, copy_gbps, rows)
         del x, y
         torch.cuda.empty_cache()
     with open(args.json, "w") as f:

@@ -195,7 +195,8 @@ fn coll_host<T: Value, const OP: u8, const KIND: u8>(block: &Block, args: &Args)
 }
 
 fn host_kernels<T: Value>() -> Vec<HostKernel> {
-    let functions: [[fn(&Block, &Args) -> Fault; 3]; 3] = [
+    type KernelFn = fn(&Block, &Args) -> Fault;
+    let functions: [[KernelFn; 3]; 3] = [
         [coll_host::<T, 0, 0>, coll_host::<T, 0, 1>, coll_host::<T, 0, 2>],
         [coll_host::<T, 1, 0>, coll_host::<T, 1, 1>, coll_host::<T, 1, 2>],
         [coll_host::<T, 2, 0>, coll_host::<T, 2, 1>, coll_host::<T, 2, 2>],
@@ -326,7 +327,7 @@ fn subgroup_words<T: Value>(ctx: &Context<AnyDevice>) {
     let source = subgroup_source::<T>();
     if ctx.info().subgroup_sizes.is_empty() {
         // No subgroups: the build fails naming the device and the word.
-        let error = ctx.build_module(&source).err().expect("a subgroup word built on a device without subgroups");
+        let error = ctx.build_module(&source).expect_err("a subgroup word built on a device without subgroups");
         if ctx.info().backend != Backend::Host {
             assert_eq!(error.kind, ErrorKind::Build, "{error}");
             assert!(error.message.contains(&ctx.info().name), "{error}");

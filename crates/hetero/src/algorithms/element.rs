@@ -2,7 +2,7 @@
 //! [`crate::ops`]').
 
 use crate::device::Device;
-use crate::ops::{ReduceOp, Scalar};
+use crate::ops::Scalar;
 use crate::safe::Arg;
 
 /// An element type of the algorithms: `u32`, `i32`, `u64`, `i64`, `f32`
@@ -23,13 +23,6 @@ macro_rules! element {
 }
 
 element!(u32, i32, u64, i64, f32, f64);
-
-/// The definition of `alg_combine` the algorithms' source is built with:
-/// the dialect's combination for `T` and `op`.
-pub(super) fn combine_source<T: Element>(op: ReduceOp) -> String {
-    let (t, s) = (T::NAME, T::SUFFIX);
-    format!("DEVICE_FN {t} alg_combine({t} a, {t} b) {{ return hetero_{}_{s}(a, b); }}\n", op.dialect_name())
-}
 
 /// Whether [`super::Algorithms::scan`] includes each element in its own output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

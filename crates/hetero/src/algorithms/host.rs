@@ -49,7 +49,6 @@ pub(super) fn kernels<T: Element>(op: ReduceOp) -> Vec<HostKernel> {
             .slice_mut::<u32>()
             .scalar::<u32>()
             .scalar::<u32>()
-            .scalar::<u32>()
             .scalar::<T>(),
     ]
 }
@@ -178,8 +177,8 @@ fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
         return Err(format!("the host's alg_scan runs as one block, not a grid of {:?}", block.grid()));
     }
     let n = args.u32(3)? as usize;
-    let exclusive = args.u32(5)? != 0;
-    let zero = args.scalar::<T>(6)?;
+    let exclusive = args.u32(4)? != 0;
+    let zero = args.scalar::<T>(5)?;
     let chunks = (rayon::current_num_threads() * 4).max(1);
     let chunk = n.div_ceil(chunks).div_ceil(PIECE).max(1) * PIECE;
     let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();

@@ -66,7 +66,8 @@ const BLOCKS_PER_UNIT: u32 = 64;
 /// at 0.40, 0.62 and 0.71 of the copy bandwidth with 8, 16 and 32, u64 at
 /// 0.55 and 0.67 with 8 and 16 (docs/results/algorithms-h100).
 const SCAN_ITEMS: [u32; 2] = [32, 16];
-/// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum.
+/// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum:
+/// static shared memory of the kernel.
 const SCAN_WINDOW: usize = 129;
 
 /// The kernels of one element type and operator.
@@ -77,6 +78,8 @@ struct Built<D: Device> {
     reduce: Kernel<D>,
     segmented: Kernel<D>,
     scan: Kernel<D>,
+    /// Elements per thread the scan kernel was compiled for.
+    scan_items: u32,
     /// Keeps the kernels' module loaded.
     _module: Module<D>,
 }
@@ -215,15 +218,8 @@ impl<D: Device> Algorithms<D> {
         let size = std::mem::size_of::<T>();
         let host = self.ctx.info().backend == crate::Backend::Host;
         let threads = kernel.block_size(BlockRequest::new(THREADS));
-        let mut items = self.scan_items[usize::from(size > 4)];
-        let limit = self.ctx.info().shared_memory_per_block;
-        let shared = |items: u32| {
-            let tile = (threads * items) as usize;
-            (tile + tile / 32 + 2 * threads as usize + SCAN_WINDOW) * size
-        };
-        while items > 1 && shared(items) > limit {
-            items /= 2;
-        }
+        let items = built.scan_items;
+        let shared = exchange_len(threads, items) * size;
         let n = input.len() as u32;
         // The host backend's implementation scans the whole input in one
         // block, in parallel across the host's cores.
@@ -239,16 +235,8 @@ impl<D: Device> Algorithms<D> {
         unsafe {
             stream.launch(
                 kernel,
-                LaunchConfig::linear(tiles, threads, shared(items)),
-                &[
-                    (&input).into(),
-                    (&output).into(),
-                    (&state).into(),
-                    n.into(),
-                    items.into(),
-                    exclusive.into(),
-                    T::zeroed().arg(),
-                ],
+                LaunchConfig::linear(tiles, threads, shared),
+                &[(&input).into(), (&output).into(), (&state).into(), n.into(), exclusive.into(), T::zeroed().arg()],
             )
         }
     }
@@ -397,17 +385,32 @@ impl<D: Device> Algorithms<D> {
         let hosts = host::kernels::<T>(op);
         #[cfg(not(feature = "host"))]
         let hosts: Vec<crate::host_kernel::HostKernel> = Vec::new();
-        let module = self.ctx.build_module_with(&source::<T>(op), &hosts)?;
+        let scan_items = self.scan_items_for::<T>();
+        let module = self.ctx.build_module_with(&source::<T>(op, scan_items), &hosts)?;
         let b = Arc::new(Built {
             ty: T::NAME,
             op,
             reduce: module.kernel("alg_reduce")?,
             segmented: module.kernel("alg_segmented_reduce")?,
             scan: module.kernel("alg_scan")?,
+            scan_items,
             _module: module,
         });
         built.push(Arc::clone(&b));
         Ok(b)
+    }
+
+    /// Elements per thread of the scan for `T` (compiled into its kernel):
+    /// the tuned count, halved until a tile of the largest block fits the
+    /// device's shared memory beside the look-back's static arrays.
+    fn scan_items_for<T: Element>(&self) -> u32 {
+        let size = std::mem::size_of::<T>();
+        let limit = self.ctx.info().shared_memory_per_block.saturating_sub(SCAN_WINDOW * (size + 4) + 16);
+        let mut items = self.scan_items[usize::from(size > 4)];
+        while items > 1 && exchange_len(THREADS, items) * size > limit {
+            items /= 2;
+        }
+        items
     }
 
     fn check_len(&self, call: &'static str, len: usize) -> Result<()> {
@@ -433,7 +436,10 @@ impl<D: Device> Algorithms<D> {
 pub fn kernel_sources() -> Vec<(String, String)> {
     fn of<T: Element>(out: &mut Vec<(String, String)>) {
         for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
-            out.push((format!("algorithms {} {}", T::NAME, op.name()), source::<T>(op)));
+            out.push((
+                format!("algorithms {} {}", T::NAME, op.name()),
+                source::<T>(op, SCAN_ITEMS[usize::from(std::mem::size_of::<T>() > 4)]),
+            ));
         }
     }
     let mut out = Vec::new();
@@ -446,10 +452,18 @@ pub fn kernel_sources() -> Vec<(String, String)> {
     out
 }
 
+/// Elements of a block exchange of `threads` × `items` (the dialect's
+/// `BLOCK_EXCHANGE_LEN`): one padding element in 32.
+fn exchange_len(threads: u32, items: u32) -> usize {
+    let tile = threads as usize * items as usize;
+    tile + tile / 32
+}
+
 /// The generic source instantiated for `T` and `op`.
-fn source<T: Element>(op: ReduceOp) -> String {
-    let body = hetero_kernels::replace_word(hetero_kernels::ALGORITHMS, "ALG_T", T::NAME);
-    format!("/* hetero::algorithms: {} {} */\n{}{body}", T::NAME, op.name(), element::combine_source::<T>(op))
+fn source<T: Element>(op: ReduceOp, items: u32) -> String {
+    let body =
+        hetero_kernels::ALGORITHMS.replace("$OP", op.dialect_name()).replace("$T", T::NAME).replace("$S", T::SUFFIX);
+    format!("/* hetero::algorithms: {} {} */\n#define ALG_ITEMS {items}u\n{body}", T::NAME, op.name())
 }
 
 #[cfg(test)]
@@ -458,9 +472,10 @@ mod tests {
 
     #[test]
     fn the_source_is_instantiated_for_the_type() {
-        let text = source::<i64>(ReduceOp::Sum);
-        assert!(text.contains("DEVICE_FN long alg_combine(long a, long b) { return hetero_add_i64(a, b); }"));
-        assert!(!text.contains("ALG_T"), "{text}");
-        assert!(source::<f32>(ReduceOp::Min).contains("return hetero_min_f32(a, b);"));
+        let text = source::<i64>(ReduceOp::Sum, 8);
+        assert!(text.contains("#define ALG_ITEMS 8u\n"));
+        assert!(text.contains("a0 = hetero_add_i64(a0, in[i]);"), "{text}");
+        assert!(!text.contains('$'), "{text}");
+        assert!(source::<f32>(ReduceOp::Min, 8).contains("block_reduce_min_f32(sh,"));
     }
 }
