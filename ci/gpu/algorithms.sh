@@ -32,7 +32,7 @@ timeout 300 python3 ci/gpu/algorithms_torch.py --elements 268435456 --json "$out
 timeout 300 python3 ci/gpu/baseline.py --size large --json "$out/baseline.json" || status=1
 echo "== bench algorithm rows"
 timeout 400 .gpu/bin/bench --backend "$backends" --rounds 9 --enqueues 200 --thread-batches 0 --peer-bytes 4096 \
-  --pull-repeats 1 --growth-groups 2 --graph-rounds 0 --algorithms-elements 268435456 --scan-items 8,16,24,32,40 \
+  --pull-repeats 1 --growth-groups 2 --graph-rounds 0 --algorithms-elements 268435456 --scan-items 8,12,16,20,24,32 \
   --json "$out/bench-algorithms.json" || status=1
 for backend in ${backends//,/ }; do
   echo "== conform --backend $backend --workload reduce,scan --size large"

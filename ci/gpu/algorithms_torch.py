@@ -40,8 +40,11 @@ def cupy_rows(x, y, n, size, name, copy_gbps, rows):
         segments = n // length
         starts = cupy.arange(0, segments * length, length, dtype=cupy.int64)
         head = cx[: segments * length]
-        figures.append((algorithm, n * size + (segments + 1) * 4 + segments * size,
-                        timed(lambda: cupy.add.reduceat(head, starts))))
+        bytes_ = n * size + (segments + 1) * 4 + segments * size
+        figures.append((algorithm, bytes_, timed(lambda: cupy.add.reduceat(head, starts))))
+        # Segments of one length are rows: CuPy's reduction over an axis.
+        rows_view = head.reshape(segments, length)
+        figures.append((algorithm + " rows", bytes_, timed(lambda: rows_view.sum(axis=1))))
         del starts
     for algorithm, bytes_, ms in figures:
         gbps = bytes_ / (ms * 1e6)

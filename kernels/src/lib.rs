@@ -76,9 +76,8 @@ pub const STREAM_PER_THREAD: u32 = 4;
 
 /// The device-wide algorithms of `hetero::algorithms` (`alg_reduce`,
 /// `alg_segmented_reduce`, `alg_scan`), written once for every element
-/// type: not compiled as it stands, but per type and operator, with the
-/// word `ALG_T` replaced by the type and a definition of `alg_combine`
-/// before it (see the file's head).
+/// type on the collectives: not compiled as it stands, but per type and
+/// operator, its placeholders replaced (see the file's head).
 pub const ALGORITHMS: &str = include_str!("portable/algorithms.kern");
 
 /// Every portable source, by workload name.
@@ -226,25 +225,6 @@ pub fn subgroup_word(source: &str) -> Option<String> {
 /// The full text a backend compiles: its prelude, [`COMMON`], then `source`.
 pub fn assemble(prelude: &str, source: &str) -> String {
     format!("{prelude}\n{COMMON}\n{}\n#line 1\n{source}", collectives())
-}
-
-/// `text` with every whole word `word` (an identifier) replaced by `with`.
-pub fn replace_word(text: &str, word: &str, with: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(word) {
-        let before = rest[..at].chars().next_back();
-        let after = rest[at + word.len()..].chars().next();
-        out.push_str(&rest[..at]);
-        if before.is_some_and(is_ident) || after.is_some_and(is_ident) {
-            out.push_str(word);
-        } else {
-            out.push_str(with);
-        }
-        rest = &rest[at + word.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Names of the kernel entry points declared in `source`, in order of
@@ -549,10 +529,6 @@ mod tests {
         assert!(text.contains("DEVICE_FN long hetero_add_i64(long a, long b) { return (long)((ulong)a + (ulong)b); }"));
         assert!(
             text.contains("DEVICE_FN float hetero_min_f32(float a, float b) { return (b < a || a != a) ? b : a; }")
-        );
-        assert_eq!(
-            replace_word("ALG_T x; ALG_TT y; MY_ALG_T z; (ALG_T*)", "ALG_T", "ulong"),
-            "ulong x; ALG_TT y; MY_ALG_T z; (ulong*)"
         );
     }
 

@@ -106,6 +106,8 @@ pub mod guide_doctests {
     pub struct Frameworks;
     #[doc = include_str!("../../../docs/guide/kernels.md")]
     pub struct Kernels;
+    #[doc = include_str!("../../../docs/guide/collectives.md")]
+    pub struct Collectives;
     #[doc = include_str!("../../../docs/guide/several-devices.md")]
     pub struct SeveralDevices;
     #[doc = include_str!("../../../docs/guide/algorithms.md")]

@@ -52,7 +52,15 @@ static __device__ __forceinline__ uint atomic_load_u32(uint* p) { return *(volat
  * 32 on RDNA), formed from consecutive THREAD_LINEAR; the last of a block
  * whose size is not a multiple has fewer lanes (SUBGROUP_LANES). */
 #define HETERO_SUBGROUPS 1
+/* A constant where the compiler knows it (NVIDIA: 32 on every GPU; AMD:
+ * the target's wavefront), so that loops over lanes unroll. */
+#if !defined(__HIP__)
+#define SUBGROUP_SIZE 32u
+#elif defined(__AMDGCN_WAVEFRONT_SIZE)
+#define SUBGROUP_SIZE ((uint)__AMDGCN_WAVEFRONT_SIZE)
+#else
 #define SUBGROUP_SIZE ((uint)warpSize)
+#endif
 #define SUBGROUP_LANE (THREAD_LINEAR % SUBGROUP_SIZE)
 #define SUBGROUP_ID (THREAD_LINEAR / SUBGROUP_SIZE)
 #define SUBGROUP_COUNT ((BLOCK_THREADS + SUBGROUP_SIZE - 1u) / SUBGROUP_SIZE)

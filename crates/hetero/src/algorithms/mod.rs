@@ -61,11 +61,11 @@ const THREADS: u32 = 256;
 /// that (a CPU of few cores gets fewer, longer blocks).
 const MAX_BLOCKS: u32 = 1024;
 const BLOCKS_PER_UNIT: u32 = 64;
-/// Elements a thread scans, for 4-byte and 8-byte types: tiles of 8192 and
-/// 4096 elements at 256 threads. On an H100 at 2^28 elements, u32 scans
-/// at 0.40, 0.62 and 0.71 of the copy bandwidth with 8, 16 and 32, u64 at
-/// 0.55 and 0.67 with 8 and 16 (docs/results/algorithms-h100).
-const SCAN_ITEMS: [u32; 2] = [32, 16];
+/// Elements a thread scans, held in registers, for 4-byte and 8-byte
+/// types: tiles of 3072 and 2560 elements at 256 threads. On an H100 at
+/// 2^28 elements the register tiles peak there, and fall with more items
+/// (register pressure, fewer blocks resident): docs/results/algorithms-h100.
+const SCAN_ITEMS: [u32; 2] = [12, 10];
 /// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum:
 /// static shared memory of the kernel.
 const SCAN_WINDOW: usize = 129;
@@ -107,7 +107,7 @@ impl<D: Device> Algorithms<D> {
     }
 
     /// Tunes the scan: elements each of its 256 threads a block scans, for
-    /// 4-byte and for 8-byte types (defaults 32 and 16; fewer where the
+    /// 4-byte and for 8-byte types (defaults 12 and 10; fewer where the
     /// device's shared memory per block needs it). A tile of the single
     /// pass is 256 times that; larger tiles mean fewer tiles to look back
     /// over, but fewer blocks resident at once.
