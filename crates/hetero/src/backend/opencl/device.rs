@@ -98,17 +98,10 @@ fn uuid(device: &ClDevice, extensions: &str) -> Option<String> {
 }
 
 /// The subgroup widths kernels get on a device of `vendor`: NVIDIA's warps
-/// through PTX ([`subgroups_by_ptx`]); no other OpenCL device yet (the
+/// through PTX ([`module::subgroups_by_ptx`]); no other OpenCL device yet (the
 /// `cl_khr_subgroups` route is not written).
 fn subgroup_sizes(vendor: &str) -> Vec<u32> {
-    if subgroups_by_ptx(vendor) { vec![32] } else { Vec::new() }
-}
-
-/// Whether kernels for a device of `vendor` get subgroups through inline
-/// PTX (`HETERO_SUBGROUP_PTX` in the OpenCL prelude): NVIDIA's OpenCL
-/// reports no subgroup extension, but its compiler takes PTX.
-pub(super) fn subgroups_by_ptx(vendor: &str) -> bool {
-    vendor.to_ascii_uppercase().contains("NVIDIA")
+    if module::subgroups_by_ptx(vendor) { vec![32] } else { Vec::new() }
 }
 
 impl OpenClDevice {

@@ -18,9 +18,16 @@ use crate::device::KernelLimits;
 use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 
+/// Whether kernels for a device of `vendor` get subgroups through inline
+/// PTX (`HETERO_SUBGROUP_PTX` in the OpenCL prelude): NVIDIA's OpenCL
+/// reports no subgroup extension, but its compiler takes PTX.
+pub(super) fn subgroups_by_ptx(vendor: &str) -> bool {
+    vendor.to_ascii_uppercase().contains("NVIDIA")
+}
+
 /// Builds `source` for `device`; the error message is the build log.
 pub(super) fn build(context: &Context, device: cl_device_id, info: &DeviceInfo, source: &str) -> Result<Program> {
-    let prelude = if super::device::subgroups_by_ptx(&info.vendor) {
+    let prelude = if subgroups_by_ptx(&info.vendor) {
         format!("#define HETERO_SUBGROUP_PTX 1\n{}", hetero_kernels::PRELUDE_OPENCL)
     } else {
         hetero_kernels::PRELUDE_OPENCL.to_string()
