@@ -152,7 +152,7 @@ impl Drop for Trait {
 /// The trait path on `device`, compared with `hetero-untimed`.
 pub fn path(device: AnyDevice) -> Result<Box<dyn Path>, Fail> {
     let untimed = StreamFlags { timing: false, ..StreamFlags::default() };
-    let module = device.build_module(hetero::kernels::UTIL, &[])?;
+    let module = device.build_module(hetero::kernels::UTIL, &hetero::BuildOptions::default(), &[])?;
     // SAFETY: the module is this path's, built just now.
     let kernel = unsafe { device.kernel(module, "affine_u32") }?;
     // SAFETY: the kernel is this path's, looked up just now.

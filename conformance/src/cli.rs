@@ -94,6 +94,13 @@ pub struct Cli {
     /// With --against: exit 1 when anything is flagged.
     #[arg(long)]
     pub fail_on_regression: bool,
+    /// The deterministic mode: every kernel built with floating point exactly as written
+    /// (no contraction into fused multiply-adds, denormals kept, correctly rounded division and
+    /// square root), float sums in a fixed order, and only the variants whose outputs are then the
+    /// same bits on every backend, device and core count (reduce's atomic and launch-shaped sums
+    /// are left out). Outputs are compared by their SHA-256 digest, exactly.
+    #[arg(long)]
+    pub deterministic: bool,
     /// Wave grid side in cells (default: by size).
     #[arg(long, value_name = "CELLS", value_parser = clap::value_parser!(u32).range(5..=65536))]
     pub wave_grid: Option<u32>,

@@ -236,6 +236,7 @@ mod tests {
             hetero_version: "0".into(),
             seed: 1,
             size: Size::Small,
+            deterministic: false,
             runs: vec![run],
             unavailable: Vec::new(),
         }

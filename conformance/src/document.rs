@@ -107,6 +107,7 @@ pub fn document(report: &Report) -> Vec<Block> {
     };
     doc.push(Block::Text(format!("Cells: result, error/tolerance against the float64 reference, {clock}.")));
     doc.extend(comparison_table(report, &rows, &headers));
+    doc.extend(digest_table(report, &rows, &headers));
     let mut overlap = Vec::new();
     for run in &report.runs {
         for r in run.results.iter().filter(|r| r.metrics.contains_key("hidden_copy_fraction")) {
@@ -218,6 +219,53 @@ pub fn document(report: &Report) -> Vec<Block> {
 }
 
 /// Each later run's outputs against the first run's (cross-backend comparison).
+/// Each output's digest per run (its first 16 hex digits): in the
+/// deterministic mode one that differs from the row's first is a failure.
+fn digest_table(report: &Report, rows: &[(String, String, String)], headers: &[String]) -> Vec<Block> {
+    if !report.runs.iter().flat_map(|r| &r.results).any(|r| r.digest.is_some()) {
+        return Vec::new();
+    }
+    let find = |c: usize, (workload, variant, size): &(String, String, String)| {
+        report.runs[c]
+            .results
+            .iter()
+            .find(|r| r.workload.name() == workload && &r.variant == variant && r.size.name() == size)
+            .and_then(|r| r.digest.clone())
+    };
+    let mut differing = 0;
+    let table_rows = rows
+        .iter()
+        .filter(|key| (0..report.runs.len()).any(|c| find(c, key).is_some()))
+        .map(|key| {
+            let first = (0..report.runs.len()).find_map(|c| find(c, key));
+            let (workload, variant, size) = key;
+            let digests = (0..report.runs.len()).map(|c| match find(c, key) {
+                Some(d) => {
+                    let differs = first.as_ref().is_some_and(|f| *f != d);
+                    differing += usize::from(differs);
+                    Cell { failed: differs && report.deterministic, text: d.chars().take(16).collect() }
+                }
+                None => Cell::plain("-"),
+            });
+            [workload, variant, size].into_iter().map(Cell::plain).chain(digests.collect::<Vec<_>>()).collect()
+        })
+        .collect();
+    let header = ["workload", "variant", "size"].into_iter().map(String::from).chain(headers.iter().cloned()).collect();
+    let rule = if report.deterministic {
+        "Deterministic mode: every run's digest must equal the row's first"
+    } else {
+        "Outside the deterministic mode digests may differ by rounding"
+    };
+    vec![
+        Block::Heading("Output digests".into()),
+        Block::Text(format!(
+            "SHA-256 of each output's bytes (first 16 hex digits; the JSON report has all 64). {rule}; {differing} differ{}.",
+            if differing == 1 { "s" } else { "" }
+        )),
+        Block::Table { header, rows: table_rows },
+    ]
+}
+
 fn comparison_table(report: &Report, rows: &[(String, String, String)], headers: &[String]) -> Vec<Block> {
     let compared: Vec<usize> =
         (0..report.runs.len()).filter(|&c| report.runs[c].results.iter().any(|r| r.comparison.is_some())).collect();

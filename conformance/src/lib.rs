@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod compare;
+pub mod digests;
 pub mod document;
 pub mod dump;
 pub mod html;

@@ -48,6 +48,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         pull_pageable: cli.pull_pageable,
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
+        deterministic: cli.deterministic,
     };
     let wave = cli
         .workload
@@ -98,6 +99,13 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         cli.size.name(),
         cli.seed
     ) + "\n");
+    if cli.deterministic {
+        say("deterministic mode: kernels built with floating point as written, float sums in a fixed order, \
+             outputs compared by digest; left out: reduce's two-pass, atomic and library sums (their order \
+             follows the launch or the order blocks finish in) and wave's balanced variants (their snapshot \
+             interval is each device's choice)\n"
+            .to_string());
+    }
     let mut runs = Vec::new();
     let mut baseline = conformance::Baseline::default();
     // On a terminal, a spinner with the latest result; otherwise (CI logs) a line per result.
@@ -157,6 +165,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         hetero_version: env!("CARGO_PKG_VERSION").to_string(),
         seed: cli.seed,
         size: cli.size,
+        deterministic: cli.deterministic,
         runs,
         unavailable,
     };

@@ -20,6 +20,10 @@ pub struct Report {
     pub seed: u64,
     /// Size class of every result.
     pub size: Size,
+    /// Whether the run was in the deterministic mode (`--deterministic`):
+    /// its outputs are compared by digest, exactly.
+    #[serde(default)]
+    pub deterministic: bool,
     /// One entry per device run.
     pub runs: Vec<Run>,
     /// Backends that were asked for (or probed by `auto`) but could not run.
@@ -149,6 +153,10 @@ pub struct ResultRecord {
     /// Why it failed, beyond the numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Hex SHA-256 of the output as compared (its elements' little-endian
+    /// bytes), where the variant keeps one: equal digests, equal bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     /// This result's output against the same variant on the run's first
     /// device (cross-backend comparison), where there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +207,7 @@ impl ResultRecord {
             device_ms: outcome.device_ms.and_then(finite),
             metrics: outcome.metrics.iter().filter(|(_, v)| v.is_finite()).map(|(k, v)| (k.clone(), *v)).collect(),
             note: outcome.note.clone(),
+            digest: outcome.output.as_ref().map(crate::workloads::Output::digest),
             comparison: None,
             not_compared: None,
             slower_than_peers: None,
@@ -219,6 +228,7 @@ impl ResultRecord {
             device_ms: None,
             metrics: BTreeMap::new(),
             note: Some(reason),
+            digest: None,
             comparison: None,
             not_compared: None,
             slower_than_peers: None,

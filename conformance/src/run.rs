@@ -138,7 +138,8 @@ pub fn run_device(
                         o.metrics.insert("host_wall_clock".into(), 1.0);
                     }
                 }
-                let device = Device { backend: &backend, name: &info.name, first, backend_first };
+                let exact = selection.tuning.deterministic;
+                let device = Device { backend: &backend, name: &info.name, first, backend_first, exact };
                 outcomes.into_iter().map(|o| record(workload, selection.size, o, d2d_gbps, device, baseline)).collect()
             }
             Err(failure) => vec![ResultRecord::failure(workload, selection.size, failure.to_string())],
@@ -167,6 +168,9 @@ struct Device<'a> {
     first: bool,
     /// The first device of its backend: later ones must agree with it.
     backend_first: bool,
+    /// The deterministic mode: every output must be the same bits as the
+    /// run's first device's, whatever the backend or model.
+    exact: bool,
 }
 
 /// The record of one outcome, with its bandwidth ratio and its comparison
@@ -201,6 +205,15 @@ fn record(
                     max_abs: finite(abs),
                     max_rel: finite(rel),
                 });
+                if device.exact
+                    && let Some(difference) = output.first_difference(outputs)
+                {
+                    record.passed = false;
+                    record.note = Some(format!(
+                        "output differs from {}'s: {difference} (the deterministic mode promises the same bits)",
+                        reference.label
+                    ));
+                }
             }
             None => skipped.extend(reference.other_schedule(&key)),
         }
@@ -268,7 +281,7 @@ mod tests {
         let mut baseline = Baseline { first_backend: Some("host".into()), ..Baseline::default() };
         let peer = Peer { label: "host (cpu #0)".into(), name: "cpu".into(), outputs: Default::default() };
         baseline.firsts.insert("host".into(), peer);
-        let first = Device { backend: "host", name: "cpu", first: true, backend_first: true };
+        let first = Device { backend: "host", name: "cpu", first: true, backend_first: true, exact: false };
         let later = Device { first: false, backend_first: false, ..first };
         let other = Device { name: "other cpu", ..later };
         let size = Size::Small;
@@ -298,7 +311,7 @@ mod tests {
         let mut baseline = Baseline { first_backend: Some("cuda".into()), ..Baseline::default() };
         let peer = Peer { label: "cuda (H200 #0)".into(), name: "H200".into(), outputs: Default::default() };
         baseline.firsts.insert("cuda".into(), peer);
-        let first = Device { backend: "cuda", name: "H200", first: true, backend_first: true };
+        let first = Device { backend: "cuda", name: "H200", first: true, backend_first: true, exact: false };
         let later = Device { first: false, backend_first: false, ..first };
         let balanced = |value: f32, every: f64| {
             let mut o = outcome("balanced-sync", value, 0.0);
@@ -313,5 +326,29 @@ mod tests {
         assert!(why.contains("every 20 steps") && why.contains("every 21 steps"), "{why}");
         let same = record(Workload::Wave, size, balanced(0.5, 20.0), None, later, &mut baseline);
         assert!(!same.passed, "one schedule, different snapshots");
+    }
+
+    /// The deterministic mode compares every backend and model with the
+    /// run's first device bit for bit: a difference of one ulp on another
+    /// backend fails, naming the element; the same bits pass and carry the
+    /// same digest.
+    #[test]
+    fn the_deterministic_mode_wants_the_same_bits_everywhere() {
+        let mut baseline = Baseline { first_backend: Some("host".into()), ..Baseline::default() };
+        let peer = Peer { label: "host (cpu #0)".into(), name: "cpu".into(), outputs: Default::default() };
+        baseline.firsts.insert("host".into(), peer);
+        let first = Device { backend: "host", name: "cpu", first: true, backend_first: true, exact: true };
+        let gpu = Device { backend: "cuda", name: "H100", first: false, backend_first: true, exact: true };
+        let size = Size::Small;
+        let a = record(Workload::Reduce, size, outcome("fixed-256", 1.0, 0.0), None, first, &mut baseline);
+        let b = record(Workload::Reduce, size, outcome("fixed-256", 1.0, 0.0), None, gpu, &mut baseline);
+        assert!(a.passed && b.passed, "{:?}", b.note);
+        assert_eq!(a.digest, b.digest);
+        assert_eq!(a.digest.as_deref().map(str::len), Some(64));
+        let next = f32::from_bits(1.0f32.to_bits() + 1);
+        let c = record(Workload::Reduce, size, outcome("fixed-256", next, 0.0), None, gpu, &mut baseline);
+        assert!(!c.passed);
+        assert!(c.note.is_some_and(|n| n.contains("element 0")), "names the element");
+        assert_ne!(a.digest, c.digest);
     }
 }

@@ -79,6 +79,10 @@ pub const STREAM_PER_THREAD: u32 = 4;
 /// type on the collectives: not compiled as it stands, but per type and
 /// operator, its placeholders replaced (see the file's head).
 pub const ALGORITHMS: &str = include_str!("portable/algorithms.kern");
+/// The deterministic sums and prefix sums of `hetero::algorithms`, a
+/// template like [`ALGORITHMS`] for `float` and `double` (defining
+/// `ALG_FIXED_ITEMS`), built with `hetero::BuildOptions::deterministic`.
+pub const FIXED: &str = include_str!("portable/fixed.kern");
 
 /// Every portable source, by workload name.
 pub const ALL: [(&str, &str); 6] =

@@ -3,6 +3,12 @@
 //! comparison, without rerunning anything. Exit status 0 when every merged
 //! check passed, 1 when one failed, 2 when the inputs cannot be read.
 //!
+//! `report digests A.json B.json ...`: checks that every output is the
+//! same bits (equal SHA-256 digests) in every run of every report, as the
+//! deterministic mode (`conform --deterministic`) promises. Exit status 0
+//! when they are, 1 when one differs (each is listed), 2 when a report
+//! cannot be read.
+//!
 //! `report compare OLD.json NEW.json [--threshold F] [--fail-on-regression]
 //! [--markdown OUT] [--junit OUT] [--html OUT]`: flags every result of NEW slower than
 //! OLD's by more than F (default 0.1), whose verdict changed, or that is
@@ -42,6 +48,12 @@ enum Command {
         /// Write the comparison as one self-contained HTML page here.
         #[arg(long)]
         html: Option<PathBuf>,
+    },
+    /// Check that every output has the same digest in every run of every report.
+    Digests {
+        /// Reports written by `conform --json` (typically `--deterministic`).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
     },
     /// Flag what got slower or changed between two reports of the same work.
     Compare {
@@ -92,6 +104,7 @@ fn main() -> ExitCode {
         Command::Merge { inputs, json, markdown, junit, html } => {
             merge(&inputs, Outputs { json, markdown, junit, html })
         }
+        Command::Digests { inputs } => digests(&inputs),
         Command::Compare { old, new, threshold, fail_on_regression, markdown, junit, html } => {
             compare(&old, &new, threshold, Outputs { json: None, markdown, junit, html })
                 .map(|clean| clean || !fail_on_regression)
@@ -148,6 +161,17 @@ fn compare(old: &std::path::Path, new: &std::path::Path, threshold: f64, out: Ou
         _ => Ok(markdown::to_markdown(&found.document())),
     })?;
     Ok(found.flags.is_empty())
+}
+
+/// `report digests`: `true` when every output is equal everywhere.
+fn digests(inputs: &[PathBuf]) -> Result<bool, String> {
+    let reports = inputs
+        .iter()
+        .map(|p| conformance::compare::read(p).map(|r| (p.display().to_string(), r)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (text, equal) = conformance::digests::check(&reports);
+    print!("{text}");
+    Ok(equal)
 }
 
 /// `report merge`: `true` when every merged check passed.

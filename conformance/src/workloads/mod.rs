@@ -115,6 +115,11 @@ pub struct Tuning {
     pub wave_grid: Option<usize>,
     /// Wave steps between snapshots, instead of the size class's.
     pub wave_snapshot_every: Option<usize>,
+    /// The deterministic mode (`conform --deterministic`): kernels built
+    /// with `hetero::BuildOptions::deterministic`, float sums in the fixed
+    /// order, and only the variants whose outputs are the same bits on
+    /// every backend and device.
+    pub deterministic: bool,
 }
 
 impl Default for Tuning {
@@ -127,11 +132,31 @@ impl Default for Tuning {
             pull_pageable: false,
             wave_grid: None,
             wave_snapshot_every: None,
+            deterministic: false,
         }
     }
 }
 
+/// Builds a portable source on `ctx` as the run asks: deterministically
+/// in the deterministic mode.
+pub fn build(ctx: &Context, tuning: &Tuning, source: &str) -> Result<hetero::Module, hetero::Error> {
+    let options = hetero::BuildOptions { deterministic: tuning.deterministic };
+    ctx.build_module_with_options(source, &options, &[])
+}
+
+/// The library's algorithms on `ctx` as the run asks: float sums in the
+/// fixed order in the deterministic mode.
+pub fn algorithms(ctx: &Context, tuning: &Tuning) -> hetero::algorithms::Algorithms {
+    let algorithms = hetero::algorithms::Algorithms::new(ctx);
+    if tuning.deterministic { algorithms.deterministic() } else { algorithms }
+}
+
 impl Env<'_> {
+    /// [`build`] on this run's device.
+    pub fn build(&self, source: &str) -> Result<hetero::Module, hetero::Error> {
+        build(self.ctx, self.tuning, source)
+    }
+
     /// Writes an array to the dump directory, if one was given.
     pub fn dump<T: npyz::AutoSerialize + Copy>(
         &self,
@@ -186,6 +211,39 @@ pub enum Output {
 }
 
 impl Output {
+    /// The elements' little-endian bytes, as a digest covers them.
+    pub fn bytes(&self) -> Vec<u8> {
+        match self {
+            Output::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            Output::U32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        }
+    }
+
+    /// Hex SHA-256 of [`Output::bytes`].
+    pub fn digest(&self) -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(self.bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The first element whose bits differ from `other`'s, said in words;
+    /// `None` when the two are the same bits.
+    pub fn first_difference(&self, other: &Output) -> Option<String> {
+        let (a, b): (Vec<(u32, String)>, Vec<(u32, String)>) = match (self, other) {
+            (Output::F32(a), Output::F32(b)) => (
+                a.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
+                b.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
+            ),
+            (Output::U32(a), Output::U32(b)) => {
+                (a.iter().map(|x| (*x, x.to_string())).collect(), b.iter().map(|x| (*x, x.to_string())).collect())
+            }
+            _ => return Some("one output is float, the other integer".into()),
+        };
+        if let Some(i) = a.iter().zip(&b).position(|(x, y)| x.0 != y.0) {
+            return Some(format!("element {i} is {} here, {} there", a[i].1, b[i].1));
+        }
+        (a.len() != b.len()).then(|| format!("{} elements here, {} there", a.len(), b.len()))
+    }
+
     /// Largest absolute element difference to `other`, and that difference
     /// relative to the largest magnitude in either output (0 when both are
     /// all zero); `None` when the outputs differ in type or length.

@@ -441,8 +441,11 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let collisions = generate(&mut rng, events(env.size));
     let total_jets = collisions.counts.len();
     let ctx = env.ctx;
-    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_jets_packed")?;
-    let (expect, tolerance) = reference(&collisions, block(&kernel));
+    let kernel = env.build(hetero::kernels::PULL)?.kernel("pull_jets_packed")?;
+    // A deterministic build sums a jet pairwise (pull.kern): the
+    // sequential sum's tolerance (one thread) is the widest any order needs.
+    let threads = if env.tuning.deterministic { 1 } else { block(&kernel) };
+    let (expect, tolerance) = reference(&collisions, threads);
     dump_inputs(env, &collisions)?;
     env.dump(Workload::Pull, "pull_ref", &[total_jets as u64, 2], &expect)?;
 
@@ -553,12 +556,12 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
 /// the end of the sums. The library sums a jet in an order of its own, so
 /// the tolerance is the sequential sum's, the widest any order needs.
 fn library(env: &Env<'_>, c: &Collisions) -> Result<Outcome, Failure> {
-    use hetero::algorithms::{Algorithms, ReduceOp, ScanKind};
+    use hetero::algorithms::{ReduceOp, ScanKind};
 
     let (ctx, clock) = (env.ctx, env.clock);
     let stream = ctx.stream()?;
-    let algorithms = Algorithms::new(ctx);
-    let kernel = ctx.build_module(hetero::kernels::PULL)?.kernel("pull_terms")?;
+    let algorithms = super::algorithms(ctx, env.tuning);
+    let kernel = env.build(hetero::kernels::PULL)?.kernel("pull_terms")?;
     let (jets, n) = (c.counts.len(), c.constituent[0].len());
     let mut counts = c.counts.clone();
     counts.push(0);

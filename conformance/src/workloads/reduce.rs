@@ -7,6 +7,13 @@
 //! `block` records the size it ran with. Each variant sums prefixes of lengths 0,
 //! 1, 1001 (odd) and the full size; the worst check decides.
 //!
+//! In the deterministic mode (`Tuning::deterministic`) the variants are
+//! `fixed-256` and `fixed-64` instead: the library's fixed-order sum
+//! (`Algorithms::deterministic`) with blocks of 256 and 64 threads, the
+//! same bits on every backend, device and block size. The others are left
+//! out: their order follows the launch (block size, blocks per compute
+//! unit) or, with atomics, the order blocks finish in.
+//!
 //! Tolerance: `gamma(k) * sum|x_i|` (see [`crate::check`]) where `k` counts
 //! the float32 additions on the longest path from an input to the result:
 //! the thread's grid-stride loop (four accumulators, joined by two
@@ -33,6 +40,9 @@ pub enum Strategy {
     /// kernel, as `TwoPass` on GPUs; the host backend sums each block's
     /// contiguous share in eight lanes.
     Library,
+    /// `hetero::algorithms`' deterministic sum: the pairwise tree of
+    /// `algorithms::pairwise`, whatever the launch.
+    Fixed,
 }
 
 /// Name, strategy and threads per block asked for, of each variant.
@@ -42,6 +52,10 @@ pub const VARIANTS: [(&str, Strategy, u32); 4] = [
     ("atomic-256", Strategy::Atomic, 256),
     ("library", Strategy::Library, 256),
 ];
+
+/// The variants of the deterministic mode.
+pub const DETERMINISTIC_VARIANTS: [(&str, Strategy, u32); 2] =
+    [("fixed-256", Strategy::Fixed, 256), ("fixed-64", Strategy::Fixed, 64)];
 
 /// Most blocks of the first pass; threads loop over the rest (grid-stride).
 pub const MAX_BLOCKS: u32 = 1024;
@@ -67,6 +81,10 @@ struct Kernels {
     max_blocks: u32,
     /// The library's algorithms (`Strategy::Library`).
     algorithms: Algorithms,
+    /// The deterministic ones, by threads per block asked for (`Strategy::Fixed`).
+    fixed: Vec<(u32, Algorithms)>,
+    /// The device's backend, for errors.
+    backend: hetero::Backend,
 }
 
 /// Runs every variant; one outcome each.
@@ -78,12 +96,19 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
 
     let ctx = env.ctx;
     let stream = ctx.stream()?;
-    let module = ctx.build_module(hetero::kernels::REDUCE)?;
+    let module = env.build(hetero::kernels::REDUCE)?;
+    let variants: &[(&str, Strategy, u32)] =
+        if env.tuning.deterministic { &DETERMINISTIC_VARIANTS } else { &VARIANTS };
     let kernels = Kernels {
         partial: module.kernel("reduce_partial")?,
         atomic: module.kernel("reduce_atomic")?,
         max_blocks: max_blocks(ctx.info()),
         algorithms: Algorithms::new(ctx),
+        fixed: DETERMINISTIC_VARIANTS
+            .iter()
+            .map(|&(_, _, threads)| (threads, Algorithms::new(ctx).deterministic().with_threads(threads)))
+            .collect(),
+        backend: ctx.info().backend,
     };
     let staged = ctx.pinned_from_slice(&input)?;
     let mut device = ctx.alloc::<f32>(n)?;
@@ -97,7 +122,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     env.dump(Workload::Reduce, "sum_ref", &[1], &[exact[n]])?;
 
     let mut outcomes = Vec::new();
-    for (name, strategy, wanted) in VARIANTS {
+    for &(name, strategy, wanted) in variants {
         let threads = kernels.block(strategy, wanted);
         let mut verdict = Verdict { error: 0.0, tolerance: 0.0 };
         let (mut full, mut full_tolerance) = (0.0f32, 0.0);
@@ -121,18 +146,17 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             times.push(ms);
         }
         let ms = median(times);
-        let mut outcome = Outcome::new(name, verdict, Some(ms));
+        let mut outcome = Outcome::new(name, verdict, Some(ms)).metric("gbps", n as f64 * 4.0 / (ms * 1e6));
+        if strategy != Strategy::Fixed {
+            // The fixed sum picks its own block (a power of two at most this).
+            outcome = outcome.metric("block", f64::from(threads));
+        }
         // Atomic adds land in whatever order the blocks finish: two correct
         // full sums are each within the full length's tolerance.
         if strategy == Strategy::Atomic {
             outcome.spread = 2.0 * full_tolerance;
         }
-        outcomes.push(
-            outcome
-                .metric("gbps", n as f64 * 4.0 / (ms * 1e6))
-                .metric("block", f64::from(threads))
-                .with_output(super::Output::F32(vec![full])),
-        );
+        outcomes.push(outcome.with_output(super::Output::F32(vec![full])));
     }
     Ok(outcomes)
 }
@@ -143,6 +167,7 @@ impl Kernels {
     /// per thread).
     fn block(&self, strategy: Strategy, wanted: u32) -> u32 {
         let kernel = match strategy {
+            Strategy::Fixed => return wanted,
             Strategy::TwoPass | Strategy::Library => &self.partial,
             Strategy::Atomic => &self.atomic,
         };
@@ -189,6 +214,15 @@ fn enqueue(
             }
         }
         Strategy::Library => kernels.algorithms.reduce(stream, *input, ReduceOp::Sum, &mut *out),
+        Strategy::Fixed => match kernels.fixed.iter().find(|(t, _)| *t == threads) {
+            Some((_, algorithms)) => algorithms.reduce(stream, *input, ReduceOp::Sum, &mut *out),
+            None => Err(hetero::Error::new(
+                kernels.backend,
+                "reduce",
+                hetero::ErrorKind::InvalidHandle,
+                format!("no fixed-order sum of {threads} threads was set up"),
+            )),
+        },
         Strategy::Atomic => {
             stream.fill(&mut *out, 0.0f32)?;
             let total = out.slice_mut(..)?;
@@ -214,6 +248,8 @@ pub fn additions(strategy: Strategy, threads: u32, len: usize, max_blocks: u32) 
     let first = chain(len.div_ceil(blocks as usize * threads as usize)) + tree_depth(threads);
     let second = chain((blocks as usize).div_ceil(threads as usize)) + tree_depth(threads);
     match strategy {
+        // The pairwise tree: ceil(log2 len) roundings at most.
+        Strategy::Fixed => (len.max(1) as f64).log2().ceil(),
         Strategy::TwoPass => first + second,
         Strategy::Atomic => first + f64::from(blocks),
         Strategy::Library => {

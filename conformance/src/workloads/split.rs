@@ -281,6 +281,7 @@ struct SplitRun {
 
 fn run_split(
     contexts: &[&Context],
+    tuning: &super::Tuning,
     clock: &Clock,
     g: Grid,
     source: &[f32],
@@ -292,7 +293,7 @@ fn run_split(
     let snapshot_count = g.steps / g.snapshot_every;
     let mut parts = Vec::new();
     for (ctx, band) in contexts.iter().zip(&bands) {
-        let kernel = ctx.build_module(hetero::kernels::WAVE)?.kernel("wave_rows")?;
+        let kernel = super::build(ctx, tuning, hetero::kernels::WAVE)?.kernel("wave_rows")?;
         let (compute, halos) = (ctx.stream()?, [ctx.stream()?, ctx.stream()?]);
         let mut fields = Vec::new();
         for _ in 0..FIELDS {
@@ -466,7 +467,7 @@ pub fn run(
     }
     let mut outcomes = Vec::new();
     for split in Split::ALL {
-        let run = run_split(&contexts, env.clock, g, source, split, k)?;
+        let run = run_split(&contexts, env.tuning, env.clock, g, source, split, k)?;
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
             .metric("devices", contexts.len() as f64)

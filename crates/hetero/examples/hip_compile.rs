@@ -40,23 +40,30 @@ fn targets(args: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Every kernel file: the built-in ones, then [`FILES`], then every
-/// instantiation of the algorithms' generic source.
-fn files() -> Vec<(String, String)> {
-    hetero::kernels::ALL
+/// instantiation of the algorithms' generic source; each once as it is
+/// built by default and once as a deterministic build (`HETERO_DETERMINISTIC`
+/// and strict floating point: `hetero::BuildOptions`).
+fn files() -> Vec<(String, String, hetero::BuildOptions)> {
+    let sources: Vec<(String, String)> = hetero::kernels::ALL
         .iter()
         .chain(FILES.iter())
         .map(|(name, source)| (name.to_string(), source.to_string()))
         .chain(hetero::algorithms::kernel_sources())
-        .collect()
+        .collect();
+    let deterministic = hetero::BuildOptions::deterministic();
+    let plain = sources.iter().map(|(name, source)| (name.clone(), source.clone(), hetero::BuildOptions::default()));
+    let strict =
+        sources.iter().map(|(name, source)| (format!("{name} (deterministic)"), source.clone(), deterministic));
+    plain.chain(strict).collect()
 }
 
 /// `--one TARGET INDEX`: compiles one file for one target in this process
 /// (exit 0, 1 with the log, or 2 when hiprtc cannot be loaded).
 fn one(target: &str, index: &str) -> ExitCode {
-    let Some((_, source)) = index.parse::<usize>().ok().and_then(|i| files().into_iter().nth(i)) else {
+    let Some((_, source, options)) = index.parse::<usize>().ok().and_then(|i| files().into_iter().nth(i)) else {
         return ExitCode::from(2);
     };
-    match hetero::backend::hip::compile_for_target(&source, target) {
+    match hetero::backend::hip::compile_for_target(&source, target, &options) {
         Ok(bytes) => {
             println!("{bytes}");
             ExitCode::SUCCESS
@@ -91,7 +98,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let mut failed = 0;
-    for (index, (name, _)) in files().into_iter().enumerate() {
+    for (index, (name, _, _)) in files().into_iter().enumerate() {
         for target in &targets {
             let run = std::process::Command::new(&me).args(["--one", target, &index.to_string()]).output();
             let Ok(run) = run else {

@@ -101,6 +101,40 @@ pub(crate) fn format_uuid(bytes: &[u8; 16]) -> String {
     format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
 }
 
+/// How a module is compiled ([`crate::Device::build_module`]).
+///
+/// By default each compiler may contract `a * b + c` into one fused
+/// multiply-add, and OpenCL's may divide and take square roots to within a
+/// few ulp: results agree between backends within rounding only.
+/// [`BuildOptions::deterministic`] asks every backend for IEEE-754 as
+/// written: no contraction (NVRTC `--fmad=false`; hiprtc
+/// `-ffp-contract=off` on AMD; OpenCL `FP_CONTRACT OFF`), denormals kept,
+/// correctly rounded division and square root (OpenCL
+/// `-cl-fp32-correctly-rounded-divide-sqrt`), and defines
+/// `HETERO_DETERMINISTIC` in the source, so that kernels can take orders
+/// of summation that do not depend on the launch. The host backend's Rust
+/// never contracts; its built-in kernels follow the define. A kernel that
+/// wants a fused multiply-add writes `fma` (the dialect's `hetero_fma_f32`
+/// and `hetero_fma_f64`; Rust's `mul_add`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct BuildOptions {
+    /// Floating point exactly as written, and `HETERO_DETERMINISTIC` defined.
+    pub deterministic: bool,
+}
+
+impl BuildOptions {
+    /// The options of a deterministic build (see the type's documentation).
+    pub fn deterministic() -> Self {
+        Self { deterministic: true }
+    }
+
+    /// The lines a backend compiles before the prelude for these options
+    /// (`#define HETERO_DETERMINISTIC 1` for a deterministic build).
+    pub fn defines(&self) -> &'static str {
+        if self.deterministic { "#define HETERO_DETERMINISTIC 1\n" } else { "" }
+    }
+}
+
 /// What one kernel can run with on its device, read from the runtime when
 /// the kernel is looked up ([`crate::Device::kernel_limits`]).
 ///
@@ -632,12 +666,18 @@ pub trait Device: Send + Sync + 'static {
         unsafe { self.stream_wait_peer_event(stream, peer, event) }
     }
 
-    /// Builds a module from portable kernel source (see `hetero-kernels`).
+    /// Builds a module from portable kernel source (see `hetero-kernels`)
+    /// under `options`, which every backend honours (see [`BuildOptions`]).
     /// `host_kernels` are Rust implementations of its kernels, which only
     /// the host backend runs (see [`crate::host_kernel`]); other backends
     /// ignore them. On failure the error kind is [`ErrorKind::Build`] and
     /// its message is the build log.
-    fn build_module(&self, source: &str, host_kernels: &[crate::host_kernel::HostKernel]) -> Result<ModuleId>;
+    fn build_module(
+        &self,
+        source: &str,
+        options: &crate::device::BuildOptions,
+        host_kernels: &[crate::host_kernel::HostKernel],
+    ) -> Result<ModuleId>;
     /// Looks up a kernel of a module by name.
     ///
     /// # Safety

@@ -565,8 +565,13 @@ impl<D: Device> Device for Faulty<D> {
         self.seen(unsafe { self.inner.stream_wait_peer_settled(stream, peer, event) })
     }
 
-    fn build_module(&self, source: &str, host_kernels: &[crate::host_kernel::HostKernel]) -> Result<ModuleId> {
-        self.inner.build_module(source, host_kernels)
+    fn build_module(
+        &self,
+        source: &str,
+        options: &crate::device::BuildOptions,
+        host_kernels: &[crate::host_kernel::HostKernel],
+    ) -> Result<ModuleId> {
+        self.inner.build_module(source, options, host_kernels)
     }
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {

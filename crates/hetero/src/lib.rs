@@ -71,10 +71,10 @@ pub use any::{
 };
 pub use block::BlockRequest;
 pub use device::{
-    AllocId, ArgBytes, Backend, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp, KernelArg,
-    KernelId, KernelLimits, LaunchConfig, LiveHandles, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN, PORTABLE_GRID_LIMITS,
-    PeerRange, PeerRoute, StreamFlags, StreamId, UnknownBackend, check_copy_ranges, check_fill_range,
-    check_kernel_limits, check_range,
+    AllocId, ArgBytes, Backend, BuildOptions, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp,
+    KernelArg, KernelId, KernelLimits, LaunchConfig, LiveHandles, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN,
+    PORTABLE_GRID_LIMITS, PeerRange, PeerRoute, StreamFlags, StreamId, UnknownBackend, check_copy_ranges,
+    check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use select::{DeviceList, DeviceSelector};

@@ -5,6 +5,8 @@
 
 use bytemuck::Pod;
 
+pub mod pairwise;
+
 mod sealed {
     pub trait Sealed {}
 }

@@ -43,6 +43,11 @@ static __device__ __forceinline__ uint atomic_load_u32(uint* p) { return *(volat
 #define HETERO_INF_F32 __int_as_float(0x7f800000)
 #define HETERO_INF_F64 __longlong_as_double(0x7ff0000000000000LL)
 
+/* An explicit fused multiply-add (deterministic builds contract nothing
+ * else: hetero::BuildOptions::deterministic). */
+static __device__ __forceinline__ float hetero_fma_f32(float a, float b, float c) { return fmaf(a, b, c); }
+static __device__ __forceinline__ double hetero_fma_f64(double a, double b, double c) { return fma(a, b, c); }
+
 /* The thread's index in its block, all dimensions together (x fastest),
  * and the block's thread count. */
 #define THREAD_LINEAR (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))

@@ -52,6 +52,17 @@ static inline void atomic_add_f32(__global float* p, float v) {
 #endif
 #define HETERO_INF_F32 as_float(0x7f800000u)
 
+/* Deterministic builds (hetero::BuildOptions::deterministic): no contraction
+ * of a * b + c into a fused multiply-add (the build options add correctly
+ * rounded division and square root). An explicit fused multiply-add: */
+#if defined(HETERO_DETERMINISTIC)
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+static inline float hetero_fma_f32(float a, float b, float c) { return fma(a, b, c); }
+#if defined(HETERO_FP64)
+static inline double hetero_fma_f64(double a, double b, double c) { return fma(a, b, c); }
+#endif
+
 /* The thread's index in its block, all dimensions together (x fastest),
  * and the block's thread count. */
 #define THREAD_LINEAR ((uint)(get_local_id(0) + get_local_size(0) * (get_local_id(1) + get_local_size(1) * get_local_id(2))))

@@ -37,13 +37,17 @@
 //! [`MAX_LEN`] elements.
 
 mod element;
+mod fixed;
+#[cfg(feature = "host")]
+mod fixed_host;
 #[cfg(feature = "host")]
 mod host;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-pub use crate::ops::{ReduceOp, Scalar};
+pub use crate::ops::{ReduceOp, Scalar, pairwise};
 pub use element::{Element, ScanKind};
+use fixed::{FIXED_ITEMS, FixedBuilt};
 
 use crate::any::AnyDevice;
 use crate::block::BlockRequest;
@@ -89,6 +93,12 @@ struct Built<D: Device> {
 /// use and kept.
 pub struct Algorithms<D: Device = AnyDevice> {
     ctx: Context<D>,
+    /// Threads per block asked for.
+    threads: u32,
+    /// Float sums in the fixed order ([`Algorithms::deterministic`]).
+    deterministic: bool,
+    /// The fixed-order kernels, per float type.
+    fixed: Mutex<Vec<Arc<FixedBuilt<D>>>>,
     /// Elements each thread of the scan takes, for 4-byte and 8-byte types.
     scan_items: [u32; 2],
     built: Mutex<Vec<Arc<Built<D>>>>,
@@ -103,7 +113,47 @@ impl<D: Device> std::fmt::Debug for Algorithms<D> {
 impl<D: Device> Algorithms<D> {
     /// The algorithms of `ctx`'s device; nothing is compiled yet.
     pub fn new(ctx: &Context<D>) -> Self {
-        Self { ctx: ctx.clone(), scan_items: SCAN_ITEMS, built: Mutex::new(Vec::new()) }
+        Self {
+            ctx: ctx.clone(),
+            threads: THREADS,
+            deterministic: false,
+            fixed: Mutex::new(Vec::new()),
+            scan_items: SCAN_ITEMS,
+            built: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Float sums that give the same bits on every backend, device and
+    /// launch shape: `f32` and `f64` [`ReduceOp::Sum`] reduces, scans and
+    /// segmented reduces add in the fixed order of
+    /// [`pairwise`] (a pairwise tree; prefix sums from its
+    /// subtrees), compiled with [`crate::BuildOptions::deterministic`]; the
+    /// host backend follows the same order. Integers are exact either way,
+    /// and min and max do not depend on the order (but for the sign of a
+    /// zero result when both zeros occur), so they are unchanged. Accuracy:
+    /// a sum is within `gamma(ceil(log2 n)) * sum |x_i|` (a pairwise sum's
+    /// bound), a prefix sum within `gamma(2 ceil(log2 n)) * sum |x_i|`. The
+    /// scan reads its input twice (tile sums, then the scan), so it moves
+    /// half as many bytes again as the single-pass one.
+    #[must_use]
+    pub fn deterministic(mut self) -> Self {
+        self.deterministic = true;
+        self
+    }
+
+    /// Threads per block the kernels ask for (default 256; fewer where a
+    /// kernel or the device cannot; the fixed-order kernels take the
+    /// largest power of two below). Deterministic results do not depend on
+    /// it.
+    #[must_use]
+    pub fn with_threads(mut self, threads: u32) -> Self {
+        self.threads = threads.clamp(1, 1024);
+        self
+    }
+
+    /// Whether `T` and `op` take the fixed order.
+    fn fixed_order<T: Element>(&self, op: ReduceOp) -> bool {
+        self.deterministic && T::FLOAT && op == ReduceOp::Sum
     }
 
     /// Tunes the scan: elements each of its 256 threads a block scans, for
@@ -136,9 +186,12 @@ impl<D: Device> Algorithms<D> {
                 format!("the output holds {} elements; a reduce writes one", out.len()),
             ));
         }
+        if self.fixed_order::<T>(op) {
+            return self.fixed_reduce(stream, input, out);
+        }
         let built = self.built::<T>(op)?;
         let kernel = &built.reduce;
-        let threads = kernel.block_size(BlockRequest::new(THREADS).shared_per_thread(std::mem::size_of::<T>()));
+        let threads = kernel.block_size(BlockRequest::new(self.threads).shared_per_thread(std::mem::size_of::<T>()));
         let shared = threads as usize * std::mem::size_of::<T>();
         let n = input.len() as u32;
         let units = self.ctx.info().compute_units.max(1);
@@ -212,6 +265,9 @@ impl<D: Device> Algorithms<D> {
         }
         if input.is_empty() {
             return Ok(());
+        }
+        if self.fixed_order::<T>(ReduceOp::Sum) {
+            return self.fixed_scan(stream, input, output, kind);
         }
         let built = self.built::<T>(ReduceOp::Sum)?;
         let kernel = &built.scan;
@@ -337,9 +393,12 @@ impl<D: Device> Algorithms<D> {
         op: ReduceOp,
         out: SliceMut<'_, T, OnDevice, D>,
     ) -> Result<()> {
+        if self.fixed_order::<T>(op) {
+            return self.fixed_segmented(stream, input, offsets, out);
+        }
         let built = self.built::<T>(op)?;
         let kernel = &built.segmented;
-        let threads = kernel.block_size(BlockRequest::new(THREADS).shared_per_thread(std::mem::size_of::<T>()));
+        let threads = kernel.block_size(BlockRequest::new(self.threads).shared_per_thread(std::mem::size_of::<T>()));
         let segments = out.len() as u32;
         // Threads per segment: a power of two near a quarter of the mean
         // segment, so that each thread adds about four elements.
@@ -373,13 +432,7 @@ impl<D: Device> Algorithms<D> {
         if let Some(b) = built.iter().find(|b| b.ty == T::NAME && b.op == op) {
             return Ok(Arc::clone(b));
         }
-        if std::mem::size_of::<T>() == 8 && T::FLOAT && !self.ctx.info().fp64 {
-            return Err(self.error(
-                "algorithms",
-                ErrorKind::Unavailable,
-                format!("{} has no 64-bit floating point (DeviceInfo::fp64 is false)", self.ctx.info().name),
-            ));
-        }
+        self.check_fp64::<T>()?;
         // The host backend's implementations; GPU backends ignore them.
         #[cfg(feature = "host")]
         let hosts = host::kernels::<T>(op);
@@ -413,6 +466,18 @@ impl<D: Device> Algorithms<D> {
         items
     }
 
+    /// An error where `T` is `f64` and the device has no 64-bit floats.
+    fn check_fp64<T: Element>(&self) -> Result<()> {
+        if std::mem::size_of::<T>() == 8 && T::FLOAT && !self.ctx.info().fp64 {
+            return Err(self.error(
+                "algorithms",
+                ErrorKind::Unavailable,
+                format!("{} has no 64-bit floating point (DeviceInfo::fp64 is false)", self.ctx.info().name),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_len(&self, call: &'static str, len: usize) -> Result<()> {
         if len > MAX_LEN {
             return Err(self.error(
@@ -442,7 +507,10 @@ pub fn kernel_sources() -> Vec<(String, String)> {
             ));
         }
     }
-    let mut out = Vec::new();
+    let mut out = vec![
+        ("algorithms fixed float".to_string(), fixed::source::<f32>()),
+        ("algorithms fixed double".to_string(), fixed::source::<f64>()),
+    ];
     of::<u32>(&mut out);
     of::<i32>(&mut out);
     of::<u64>(&mut out);

@@ -12,7 +12,7 @@ use super::module::Module;
 use super::state::DeviceState;
 use super::stream::Stream;
 use crate::AnyDevice;
-use crate::device::{Device, DeviceInfo, StreamFlags};
+use crate::device::{BuildOptions, Device, DeviceInfo, StreamFlags};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 use crate::markers;
@@ -238,8 +238,22 @@ impl<D: Device> Context<D> {
     /// source's parameter lists: see [`crate::host_kernel`]); GPU backends
     /// compile the source and ignore them.
     pub fn build_module_with(&self, source: &str, host_kernels: &[HostKernel]) -> Result<Module<D>> {
+        self.build_module_with_options(source, &BuildOptions::default(), host_kernels)
+    }
+
+    /// [`Context::build_module_with`] under `options`: with
+    /// [`BuildOptions::deterministic`], floating point exactly as written
+    /// on every backend and `HETERO_DETERMINISTIC` defined (see
+    /// [`BuildOptions`]).
+    pub fn build_module_with_options(
+        &self,
+        source: &str,
+        options: &BuildOptions,
+        host_kernels: &[HostKernel],
+    ) -> Result<Module<D>> {
         let _range = markers::range(c"hetero build_module");
-        let id = self.device.build_module(source, host_kernels).map_err(|e| self.name_subgroup_word(e, source))?;
+        let id =
+            self.device.build_module(source, options, host_kernels).map_err(|e| self.name_subgroup_word(e, source))?;
         Ok(Module {
             device: Arc::clone(&self.device),
             id,

@@ -227,3 +227,63 @@ pub fn algorithms_refuse_bad_input(ctx: &Context) {
     assert_eq!(stream.download(&two).unwrap(), [1, 9]);
     assert_eq!(MAX_LEN, (1 << 31) - 1);
 }
+
+/// `deterministic()` sums, scans and segmented sums give the bits of the
+/// fixed order (`hetero::algorithms::pairwise`, computed here on the CPU) at
+/// every block size, at tile edges of every block size and across
+/// segments of many lengths. Guards against results that depend on the
+/// launch shape, the backend or its compiler's reordering.
+pub fn deterministic_sums_have_the_fixed_orders_bits(ctx: &Context) {
+    fn check<T: Element + Value + std::fmt::Debug>(ctx: &Context, rng: &mut ChaCha8Rng) {
+        use hetero::algorithms::pairwise;
+        let stream = ctx.stream().unwrap();
+        let bits = |v: &[T]| bytemuck::cast_slice::<T, u8>(v).to_vec();
+        let mut lengths = vec![0usize, 1, 2, 3, 16, 17, 4095, 4096, 4097, 4096 * 16 + 1];
+        lengths.extend((0..2).map(|_| rng.random_range(1..150_000)));
+        for threads in [256u32, 64, 1] {
+            let algorithms = Algorithms::new(ctx).deterministic().with_threads(threads);
+            for &n in &lengths {
+                if threads == 1 && n > 20_000 {
+                    continue;
+                }
+                let x: Vec<T> = (0..n).map(|_| T::random(rng)).collect();
+                let input = stream.upload(&x).unwrap();
+                let sum = algorithms.reduce_to_host(&stream, &input, ReduceOp::Sum).unwrap();
+                assert_eq!(bits(&[sum]), bits(&[pairwise::sum(&x)]), "{} sum of {n} at {threads} threads", T::NAME);
+                let mut e = vec![T::zeroed(); n + 1];
+                pairwise::exclusive(&x, T::zeroed(), &mut e);
+                for (kind, want) in [(ScanKind::Exclusive, &e[..n]), (ScanKind::Inclusive, &e[1..])] {
+                    let mut out = stream.alloc::<T>(n).unwrap();
+                    algorithms.scan(&stream, &input, &mut out, kind).unwrap();
+                    let got = stream.download(&out).unwrap();
+                    if let Some(i) = (0..n).find(|&i| bits(&got[i..=i]) != bits(&want[i..=i])) {
+                        panic!(
+                            "{} {kind:?} scan of {n} at {threads} threads: element {i} is {:?}, not {:?}",
+                            T::NAME,
+                            got[i],
+                            want[i]
+                        );
+                    }
+                }
+                // Segments of 0 to a few hundred elements, and one long one.
+                let mut offsets = vec![0u32];
+                while (*offsets.last().unwrap() as usize) < n {
+                    let len = if offsets.len() == 3 { 9000 } else { rng.random_range(0..300) };
+                    offsets.push((*offsets.last().unwrap() as usize + len).min(n) as u32);
+                }
+                let segments = offsets.len() - 1;
+                let mut out = stream.alloc::<T>(segments).unwrap();
+                algorithms.segmented_reduce(&stream, &input, &offsets, ReduceOp::Sum, &mut out).unwrap();
+                let got = stream.download(&out).unwrap();
+                let want: Vec<T> =
+                    offsets.windows(2).map(|w| pairwise::sum(&x[w[0] as usize..w[1] as usize])).collect();
+                assert_eq!(bits(&got), bits(&want), "{} segments of {n} at {threads} threads", T::NAME);
+            }
+        }
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(53);
+    check::<f32>(ctx, &mut rng);
+    if ctx.info().fp64 {
+        check::<f64>(ctx, &mut rng);
+    }
+}

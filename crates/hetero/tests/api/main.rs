@@ -103,6 +103,7 @@ macro_rules! backend_tests {
             #[case::algorithms_numeric_rules(algorithms::algorithms_follow_the_numeric_rules)]
             #[case::algorithms_ordered(algorithms::algorithm_results_are_ordered_across_streams)]
             #[case::algorithms_bad_input(algorithms::algorithms_refuse_bad_input)]
+            #[case::algorithms_deterministic(algorithms::deterministic_sums_have_the_fixed_orders_bits)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);

@@ -166,8 +166,13 @@ impl Device for Wrapped {
         // SAFETY: forwarded under the caller's contract.
         unsafe { self.inner.stream_wait_peer_settled(stream, inner_of(peer)?, event) }
     }
-    fn build_module(&self, source: &str, host_kernels: &[hetero::host_kernel::HostKernel]) -> Result<ModuleId> {
-        self.inner.build_module(source, host_kernels)
+    fn build_module(
+        &self,
+        source: &str,
+        options: &hetero::BuildOptions,
+        host_kernels: &[hetero::host_kernel::HostKernel],
+    ) -> Result<ModuleId> {
+        self.inner.build_module(source, options, host_kernels)
     }
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {
         // SAFETY: forwarded under the caller's contract.

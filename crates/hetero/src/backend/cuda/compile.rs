@@ -8,6 +8,7 @@
 //! else the one cudarc finds by its names. Its functions are resolved
 //! once, from that library, with cudarc's declarations of their types.
 
+use crate::backend::gpu::module::STRICT_NVRTC;
 use std::ffi::{CStr, c_char, c_int};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -112,8 +113,9 @@ fn text(chars: &[c_char]) -> String {
         .map_or_else(|_| String::from_utf8_lossy(&bytes).into_owned(), |s| s.to_string_lossy().into_owned())
 }
 
-/// Compiles assembled `source` to PTX for `arch` (e.g. `sm_90`); the error carries the NVRTC log.
-pub(super) fn compile(source: &CStr, arch: &str) -> Result<Vec<c_char>> {
+/// Compiles assembled `source` to PTX for `arch` (e.g. `sm_90`), strictly
+/// ([`STRICT_NVRTC`]) when `strict`; the error carries the NVRTC log.
+pub(super) fn compile(source: &CStr, arch: &str, strict: bool) -> Result<Vec<c_char>> {
     let nvrtc = nvrtc().map_err(|why| error("nvrtcCreateProgram", ErrorKind::Unavailable, why))?;
     let failed = |call, code: nvrtcResult| error(call, ErrorKind::Build, format!("{code:?}"));
     let mut program: nvrtcProgram = std::ptr::null_mut();
@@ -124,7 +126,10 @@ pub(super) fn compile(source: &CStr, arch: &str) -> Result<Vec<c_char>> {
     if created != nvrtcResult::NVRTC_SUCCESS {
         return Err(failed("nvrtcCreateProgram", created));
     }
-    let options = [format!("--gpu-architecture={arch}\0"), "--std=c++17\0".to_string()];
+    let mut options = vec![format!("--gpu-architecture={arch}\0"), "--std=c++17\0".to_string()];
+    if strict {
+        options.extend(STRICT_NVRTC.iter().map(|o| format!("{o}\0")));
+    }
     let pointers: Vec<*const c_char> = options.iter().map(|o| o.as_ptr().cast()).collect();
     // SAFETY: program is live until destroyed below; the options are
     // NUL-terminated strings that outlive the call.
@@ -197,16 +202,18 @@ mod tests {
             println!("skipped: {why}");
             return;
         }
-        let source = crate::backend::gpu::module::assembled(crate::device::Backend::Cuda, hetero_kernels::WAVE);
+        let options = crate::device::BuildOptions::default();
+        let source =
+            crate::backend::gpu::module::assembled(crate::device::Backend::Cuda, hetero_kernels::WAVE, &options);
         let Ok(source) = source else { panic!("a NUL in the wave kernel") };
-        let ptx = compile(&source, "sm_90").map_err(|e| e.to_string());
+        let ptx = compile(&source, "sm_90", false).map_err(|e| e.to_string());
         let ptx: Vec<u8> = ptx.as_deref().map_or_else(|e| panic!("{e}"), |p| p.iter().map(|&c| c as u8).collect());
         let text = String::from_utf8_lossy(&ptx);
         assert!(text.contains(".entry wave_step") && text.contains(".target sm_90"), "{text}");
         assert_eq!(ptx.last(), Some(&0), "NUL-terminated, as cuModuleLoadData takes it");
         assert!(nvrtc_version().is_some_and(|(major, _)| major >= 11));
         let broken = std::ffi::CString::new("extern \"C\" __global__ void k() { undeclared(); }").unwrap_or_default();
-        let err = compile(&broken, "sm_90").err().map(|e| e.message).unwrap_or_default();
+        let err = compile(&broken, "sm_90", true).err().map(|e| e.message).unwrap_or_default();
         assert!(err.contains("undeclared"), "the log names the error: {err}");
     }
 

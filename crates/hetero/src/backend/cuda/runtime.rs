@@ -566,8 +566,8 @@ impl Runtime for Cuda {
         check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(dst, value, count, stream) })
     }
 
-    fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
-        super::compile::compile(source, &self.target())
+    fn compile(&self, source: &CStr, options: &crate::device::BuildOptions) -> Result<Vec<c_char>> {
+        super::compile::compile(source, &self.target(), options.deterministic)
     }
 
     unsafe fn module_load(&self, image: &[c_char]) -> Result<sys::CUmodule> {

@@ -17,12 +17,12 @@ use super::stream::GpuStream;
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
-use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, INLINE_ARGS, KernelArg, KernelId,
     LaunchConfig, ModuleId, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_kernel_limits,
     check_range,
 };
+use crate::device::{BuildOptions, KernelLimits};
 use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
@@ -629,9 +629,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         }
     }
 
-    fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
+    fn build_module(&self, source: &str, options: &BuildOptions, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
         self.enter()?;
-        let module = module::build(&*self.runtime, source)?;
+        let module = module::build(&*self.runtime, source, options)?;
         Ok(ModuleId(self.modules.insert_shared(module)))
     }
 

@@ -178,8 +178,9 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn fill_u32(&self, dst: Self::Ptr, value: u32, count: usize, stream: Self::Stream) -> Result<()>;
 
     /// Compiles portable source (already assembled with the CUDA prelude)
-    /// for this device; the error kind is `Build` with the compiler's log.
-    fn compile(&self, source: &CStr) -> Result<Vec<c_char>>;
+    /// for this device, with the compiler flags `options` need; the error
+    /// kind is `Build` with the compiler's log.
+    fn compile(&self, source: &CStr, options: &crate::device::BuildOptions) -> Result<Vec<c_char>>;
     /// Loads a compiled image.
     unsafe fn module_load(&self, image: &[c_char]) -> Result<Self::Module>;
     /// The kernel `name` of a module; `KernelNotFound` when it has none.
@@ -229,7 +230,7 @@ unsafe impl<R: Runtime> Sync for GpuModule<R> {}
 /// `static` per runtime.
 pub struct ModuleCache<R: Runtime>(pub(super) Mutex<Option<Modules<R>>>);
 
-pub(super) type Modules<R> = HashMap<(i64, String), Arc<GpuModule<R>>>;
+pub(super) type Modules<R> = HashMap<(i64, crate::device::BuildOptions, String), Arc<GpuModule<R>>>;
 
 impl<R: Runtime> ModuleCache<R> {
     /// An empty cache.

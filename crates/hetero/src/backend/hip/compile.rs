@@ -9,6 +9,29 @@ use super::ffi as hip;
 use super::error::rtc_error;
 use crate::error::Result;
 
+/// The flags of a strict build (`strict`) for AMD's compiler or, on the
+/// NVIDIA platform, NVRTC's; none otherwise.
+pub(super) fn strict_flags(strict: bool, amd: bool) -> Result<Vec<std::ffi::CString>> {
+    use crate::backend::gpu::module::{STRICT_AMD, STRICT_NVRTC};
+    if !strict {
+        return Ok(Vec::new());
+    }
+    let flags: &[&str] = if amd { &STRICT_AMD } else { &STRICT_NVRTC };
+    flags
+        .iter()
+        .map(|f| {
+            std::ffi::CString::new(*f).map_err(|_| {
+                crate::error::Error::new(
+                    crate::device::Backend::Hip,
+                    "hiprtcCompileProgram",
+                    crate::error::ErrorKind::Build,
+                    "a compiler flag contains a NUL byte",
+                )
+            })
+        })
+        .collect()
+}
+
 /// Compiles assembled `src` for the current device, or for the target
 /// `options` name; the error carries the hiprtc log.
 pub(super) fn compile(src: &CStr, options: &[&CStr]) -> Result<Vec<c_char>> {

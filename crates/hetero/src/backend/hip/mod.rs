@@ -35,13 +35,16 @@ use crate::error::{Error, ErrorKind};
 /// device, and returns the code object's size: the check `cargo xtask
 /// hip-compile` makes of every kernel. An error names the kernel's
 /// compile log, or why the runtime could not be loaded.
-pub fn compile_for_target(source: &str, arch: &str) -> crate::Result<usize> {
+pub fn compile_for_target(source: &str, arch: &str, options: &crate::BuildOptions) -> crate::Result<usize> {
     let fail = |kind, message: String| error::error("hiprtcCompileProgram", kind, message);
     ffi::load().map_err(|why| fail(ErrorKind::Unavailable, why.to_string()))?;
-    let full = crate::backend::gpu::module::assembled(crate::device::Backend::Hip, source)?;
+    let full = crate::backend::gpu::module::assembled(crate::device::Backend::Hip, source, options)?;
     let option = std::ffi::CString::new(format!("--gpu-architecture={arch}"))
         .map_err(|_| fail(ErrorKind::Build, format!("target {arch:?} contains a NUL byte")))?;
-    compile::compile(&full, &[&option]).map(|code| code.len().saturating_sub(1))
+    let mut flags = compile::strict_flags(options.deterministic, true)?;
+    flags.push(option);
+    let flags: Vec<&std::ffi::CStr> = flags.iter().map(std::ffi::CString::as_c_str).collect();
+    compile::compile(&full, &flags).map(|code| code.len().saturating_sub(1))
 }
 
 /// Every HIP device, or why there is none.

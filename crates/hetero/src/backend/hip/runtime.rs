@@ -367,8 +367,12 @@ impl Runtime for Hip {
         check("hipMemsetD32Async", unsafe { hip::hipMemsetD32Async(dst, value as i32, count, stream) })
     }
 
-    fn compile(&self, source: &CStr) -> Result<Vec<c_char>> {
-        super::compile::compile(source, &[])
+    fn compile(&self, source: &CStr, options: &crate::device::BuildOptions) -> Result<Vec<c_char>> {
+        // On AMD the compiler is clang; on NVIDIA hiprtc hands the flags to NVRTC.
+        let amd = ffi::gcn_arch_name(self.ordinal).is_some();
+        let flags = super::compile::strict_flags(options.deterministic, amd)?;
+        let flags: Vec<&CStr> = flags.iter().map(std::ffi::CString::as_c_str).collect();
+        super::compile::compile(source, &flags)
     }
 
     unsafe fn module_load(&self, image: &[c_char]) -> Result<hip::hipModule_t> {

@@ -16,11 +16,11 @@ use super::stream::{HostStream, Op};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
-use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, KernelArg, KernelId, LaunchConfig, ModuleId,
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
+use crate::device::{BuildOptions, KernelLimits};
 use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
@@ -422,8 +422,8 @@ impl Device for HostDevice {
         self.wait_peer("stream_wait_peer_settled", stream, peer, event, false)
     }
 
-    fn build_module(&self, source: &str, host_kernels: &[HostKernel]) -> Result<ModuleId> {
-        Ok(ModuleId(self.modules.insert(HostModule::build(source, host_kernels)?)))
+    fn build_module(&self, source: &str, options: &BuildOptions, host_kernels: &[HostKernel]) -> Result<ModuleId> {
+        Ok(ModuleId(self.modules.insert(HostModule::build(source, options, host_kernels)?)))
     }
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {

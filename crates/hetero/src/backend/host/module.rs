@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::error::error;
 use super::kernels::{self, HostKernel};
+use crate::device::BuildOptions;
 use crate::error::{ErrorKind, Result};
 use crate::signature;
 
@@ -22,7 +23,7 @@ pub(super) struct HostModule {
 }
 
 impl HostModule {
-    pub(super) fn build(source: &str, registered: &[HostKernel]) -> Result<Self> {
+    pub(super) fn build(source: &str, options: &BuildOptions, registered: &[HostKernel]) -> Result<Self> {
         let names = hetero_kernels::kernel_names(source);
         let declared = hetero_kernels::kernel_params(source);
         let structs = hetero_kernels::struct_layouts(source);
@@ -31,7 +32,7 @@ impl HostModule {
             log.push_str("error: the source declares no kernel (expected `KERNEL void name(`)\n");
             return Err(error("build_module", ErrorKind::Build, log));
         }
-        let builtins = kernels::builtins();
+        let builtins = kernels::builtins(options);
         let normal = hetero_kernels::normal_form(source);
         let mut resolved = HashMap::new();
         let mut failed = false;

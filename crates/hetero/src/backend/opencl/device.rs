@@ -25,12 +25,12 @@ use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
-use crate::device::KernelLimits;
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp, INLINE_ARGS, KernelArg,
     KernelId, LaunchConfig, ModuleId, OPENCL_MAX_BLOCKS, PORTABLE_GRID_LIMITS, StreamFlags, StreamId,
     check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
+use crate::device::{BuildOptions, KernelLimits};
 use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
@@ -926,8 +926,8 @@ impl Device for OpenClDevice {
         self.wait_peer("stream_wait_peer_settled", stream, peer, event, Bridged::Settled)
     }
 
-    fn build_module(&self, source: &str, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
-        Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), &self.info, source)?)))
+    fn build_module(&self, source: &str, options: &BuildOptions, _host_kernels: &[HostKernel]) -> Result<ModuleId> {
+        Ok(ModuleId(self.modules.insert(module::build(&self.context, self.device.id(), &self.info, source, options)?)))
     }
 
     unsafe fn kernel(&self, module: ModuleId, name: &str) -> Result<KernelId> {

@@ -13,8 +13,8 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 
 use super::error::{cl_error, error, from_cl};
-use crate::device::DeviceInfo;
 use crate::device::KernelLimits;
+use crate::device::{BuildOptions, DeviceInfo};
 use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 
@@ -25,16 +25,26 @@ pub(super) fn subgroups_by_ptx(vendor: &str) -> bool {
     vendor.to_ascii_uppercase().contains("NVIDIA")
 }
 
-/// Builds `source` for `device`; the error message is the build log.
-pub(super) fn build(context: &Context, device: cl_device_id, info: &DeviceInfo, source: &str) -> Result<Program> {
-    let prelude = if subgroups_by_ptx(&info.vendor) {
-        format!("#define HETERO_SUBGROUP_PTX 1\n{}", hetero_kernels::PRELUDE_OPENCL)
-    } else {
-        hetero_kernels::PRELUDE_OPENCL.to_string()
-    };
+/// The compiler options of a build: OpenCL C 1.2, and for a deterministic
+/// one correctly rounded single-precision division and square root (the
+/// prelude turns contraction off; denormals are kept unless asked otherwise).
+pub(super) fn compiler_options(options: &BuildOptions) -> &'static str {
+    if options.deterministic { "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" } else { "-cl-std=CL1.2" }
+}
+
+/// Builds `source` for `device` under `options`; the error message is the build log.
+pub(super) fn build(
+    context: &Context,
+    device: cl_device_id,
+    info: &DeviceInfo,
+    source: &str,
+    options: &BuildOptions,
+) -> Result<Program> {
+    let ptx = if subgroups_by_ptx(&info.vendor) { "#define HETERO_SUBGROUP_PTX 1\n" } else { "" };
+    let prelude = format!("{}{ptx}{}", options.defines(), hetero_kernels::PRELUDE_OPENCL);
     let text = hetero_kernels::assemble(&prelude, source);
     let mut program = Program::create_from_source(context, &text).map_err(from_cl("clCreateProgramWithSource"))?;
-    if let Err(e) = program.build(&[device], "-cl-std=CL1.2") {
+    if let Err(e) = program.build(&[device], compiler_options(options)) {
         let log = program.get_build_log(device).unwrap_or_default();
         let mut failure = cl_error("clBuildProgram", e.0).with_kind(ErrorKind::Build);
         failure.message =

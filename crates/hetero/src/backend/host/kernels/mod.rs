@@ -20,16 +20,24 @@ pub(super) use crate::host_kernel::{Args, Block, Fault, HostKernel, Slice, Slice
 
 /// Every built-in kernel, with the portable source file that declares it;
 /// each one's parameters are read from that source ([`declared`]), not
-/// restated here.
-pub(super) fn builtins() -> Vec<(&'static str, HostKernel)> {
+/// restated here. A deterministic build (`options`) gets the kernels that
+/// take a fixed order where the source does under `HETERO_DETERMINISTIC`
+/// (the pull's sums per jet).
+pub(super) fn builtins(options: &crate::device::BuildOptions) -> Vec<(&'static str, HostKernel)> {
+    let (pull_jets, pull_jets_packed): (crate::host_kernel::KernelFn, crate::host_kernel::KernelFn) =
+        if options.deterministic {
+            (pull::pull_jets_fixed, pull::pull_jets_packed_fixed)
+        } else {
+            (pull::pull_jets, pull::pull_jets_packed)
+        };
     use hetero_kernels::{BANDWIDTH, PULL, REDUCE, SCAN, UTIL, WAVE};
     let functions: [(&'static str, &str, crate::host_kernel::KernelFn); 15] = [
         (REDUCE, "reduce_partial", reduce::reduce_partial),
         (REDUCE, "reduce_atomic", reduce::reduce_atomic),
         (SCAN, "scan_tile_sums", scan::scan_tile_sums),
         (SCAN, "scan_tiles", scan::scan_tiles),
-        (PULL, "pull_jets", pull::pull_jets),
-        (PULL, "pull_jets_packed", pull::pull_jets_packed),
+        (PULL, "pull_jets", pull_jets),
+        (PULL, "pull_jets_packed", pull_jets_packed),
         (PULL, "pull_terms", pull::pull_terms),
         (WAVE, "wave_rows", wave::wave_rows),
         (WAVE, "wave_step", wave::wave_step),
@@ -107,7 +115,7 @@ mod tests {
     /// the reader does not know would leave the list short).
     #[test]
     fn builtins_are_registered_with_their_source_parameters() {
-        let all = builtins();
+        let all = builtins(&crate::device::BuildOptions::default());
         assert_eq!(all.len(), 15);
         for (source, kernel) in all {
             let declared = hetero_kernels::kernel_params(source)
@@ -176,7 +184,7 @@ mod tests {
     /// checks only user registrations when it builds).
     #[test]
     fn builtin_registrations_match_their_sources() {
-        for (file, kernel) in builtins() {
+        for (file, kernel) in builtins(&crate::device::BuildOptions::deterministic()) {
             let declared = hetero_kernels::kernel_params(file).into_iter().find(|(n, _)| n == kernel.name());
             let params = crate::signature::parse(&declared.expect("declared in its file").1).expect("readable");
             assert_eq!(kernel.mismatch(&params, &hetero_kernels::struct_layouts(file)), None);
