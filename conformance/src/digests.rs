@@ -27,7 +27,11 @@ pub fn check(reports: &[(String, Report)]) -> (String, bool) {
     for ((workload, variant, size), runs) in &outputs {
         let first = &runs[0].1;
         if runs.iter().all(|(_, d)| d == first) {
-            text += &format!("equal   {workload} {variant} {size}: {} runs, {}\n", runs.len(), &first[..16.min(first.len())]);
+            text += &format!(
+                "equal   {workload} {variant} {size}: {} runs, {}\n",
+                runs.len(),
+                &first[..16.min(first.len())]
+            );
         } else {
             differing += 1;
             text += &format!("DIFFER  {workload} {variant} {size}:\n");
@@ -37,11 +41,7 @@ pub fn check(reports: &[(String, Report)]) -> (String, bool) {
         }
     }
     let runs: usize = reports.iter().map(|(_, r)| r.runs.len()).sum();
-    text += &format!(
-        "{} outputs over {runs} runs in {} reports: {differing} differ\n",
-        outputs.len(),
-        reports.len()
-    );
+    text += &format!("{} outputs over {runs} runs in {} reports: {differing} differ\n", outputs.len(), reports.len());
     if outputs.is_empty() {
         text += "no output carries a digest (reports written before digests, or no variant kept its output)\n";
     }

@@ -97,8 +97,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
     let ctx = env.ctx;
     let stream = ctx.stream()?;
     let module = env.build(hetero::kernels::REDUCE)?;
-    let variants: &[(&str, Strategy, u32)] =
-        if env.tuning.deterministic { &DETERMINISTIC_VARIANTS } else { &VARIANTS };
+    let variants: &[(&str, Strategy, u32)] = if env.tuning.deterministic { &DETERMINISTIC_VARIANTS } else { &VARIANTS };
     let kernels = Kernels {
         partial: module.kernel("reduce_partial")?,
         atomic: module.kernel("reduce_atomic")?,

@@ -163,3 +163,29 @@ fn readers_of_one_buffer_do_not_wait_for_each_others_enqueues() {
     });
     assert_eq!(free.download(&y).unwrap(), vec![7u32; 256]);
 }
+
+/// The host backend's deterministic sums are the same bits on machines of
+/// 2 and 32 cores (grids sized from `compute_units` change the reduction
+/// tree of the default sums; a 2-core and a 32-core machine gave different
+/// reduce outputs before the deterministic mode).
+#[test]
+fn deterministic_sums_do_not_depend_on_the_core_count() {
+    use hetero::algorithms::{Algorithms, ReduceOp, ScanKind};
+    let x: Vec<f32> = (0..300_001u64).map(|i| ((i * 7919 % 10007) as f32 - 5003.0) * 1.7e-3).collect();
+    let offsets: Vec<u32> = (0..=300u32).map(|s| s * 1000).collect();
+    let run = |units: u32| {
+        let ctx = Context::new(HostDevice::new().with_compute_units(units));
+        let algorithms = Algorithms::new(&ctx).deterministic();
+        let stream = ctx.stream().unwrap();
+        let input = stream.upload(&x).unwrap();
+        let sum = algorithms.reduce_to_host(&stream, &input, ReduceOp::Sum).unwrap();
+        let mut scanned = stream.alloc::<f32>(x.len()).unwrap();
+        algorithms.scan(&stream, &input, &mut scanned, ScanKind::Inclusive).unwrap();
+        let mut segments = stream.alloc::<f32>(300).unwrap();
+        algorithms.segmented_reduce(&stream, &input, &offsets, ReduceOp::Sum, &mut segments).unwrap();
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        (sum.to_bits(), bits(stream.download(&scanned).unwrap()), bits(stream.download(&segments).unwrap()))
+    };
+    assert_eq!(run(2), run(32));
+    assert_eq!(run(2).0, hetero::algorithms::pairwise::sum(&x).to_bits());
+}

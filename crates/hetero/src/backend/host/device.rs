@@ -118,6 +118,15 @@ impl HostDevice {
         }
     }
 
+    /// The device reporting `units` compute units instead of the host's
+    /// cores (at least 1): what sizes its grids, as on a machine of that
+    /// many cores; tests of what must not depend on it use it.
+    #[must_use]
+    pub fn with_compute_units(mut self, units: u32) -> Self {
+        self.info.compute_units = units.max(1);
+        self
+    }
+
     fn stream(&self, call: &'static str, id: StreamId) -> Result<Arc<HostStream>> {
         self.streams.get(call, id.0)
     }

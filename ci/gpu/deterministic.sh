@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, after ci/gpu/prepare.sh
+# prepared .gpu/ here and the device call carried it: the deterministic
+# mode's evidence (docs/results/deterministic-h100).
+#
+#   bash ci/gpu/deterministic.sh check    # bits: tests, digests at small and medium
+#   bash ci/gpu/deterministic.sh cost     # the mode's cost at large, beside the default
+#
+# check:
+# 1. The deterministic algorithm test (fixed-order sums, scans and
+#    segmented sums against the CPU's bits at block sizes 256, 64 and 1)
+#    with host, CUDA, HIP and OpenCL required.
+# 2. conform --deterministic at small and medium, host (this machine's
+#    cores), CUDA, HIP and OpenCL in one process each size (every output
+#    compared bit for bit with the host's), then `report digests` over
+#    those reports and the committed host reports made on a 2-core machine
+#    (docs/results/deterministic-h100/host-2cores-*.json).
+# cost:
+# 3. conform at large, per backend in its own process, in the default mode
+#    and then in the deterministic one ($OUT/cost-<backend>-default.json,
+#    $OUT/cost-<backend>-deterministic.json), and `report digests` over
+#    the three deterministic reports.
+# Everything printed goes to $OUT/deterministic-<stage>.log too.
+set -uo pipefail
+stage=${1:-check}
+seed=424242
+backends=cuda,hip,opencl
+log_name=deterministic-$stage
+backends_for_env=$backends
+# shellcheck source=ci/gpu/env.sh
+source ci/gpu/env.sh
+status=0
+workloads=reduce,scan,pull,wave
+case $stage in
+  check)
+    echo "== deterministic algorithm test (required: host,$backends)"
+    HETERO_REQUIRE="host,$backends" timeout 300 .gpu/bin/test-api --test-threads=1 algorithms_deterministic || status=1
+    for size in small medium; do
+      echo "== conform --deterministic --size $size on host,$backends ($(date -u +%T))"
+      timeout 400 .gpu/bin/conform --deterministic --seed $seed --size $size --workload $workloads \
+        --backend "host,$backends" --json "$out/deterministic-$size.json" --markdown "$out/deterministic-$size.md"
+      code=$?
+      echo "== conform exit $code"
+      [ $code -eq 0 ] || status=1
+      echo "== report digests, $size: this machine's runs and a 2-core host's"
+      .gpu/bin/report digests "$out/deterministic-$size.json" docs/results/deterministic-h100/host-2cores-$size.json \
+        || status=1
+    done
+    ;;
+  cost)
+    for backend in ${backends//,/ }; do
+      for mode in default deterministic; do
+        flag=
+        [ $mode = deterministic ] && flag=--deterministic
+        echo "== conform $flag --backend $backend --size large ($(date -u +%T))"
+        # shellcheck disable=SC2086
+        timeout 300 .gpu/bin/conform $flag --seed $seed --size large --workload $workloads --backend "$backend" \
+          --json "$out/cost-$backend-$mode.json" --markdown "$out/cost-$backend-$mode.md"
+        code=$?
+        echo "== conform exit $code"
+        [ $code -eq 0 ] || status=1
+      done
+    done
+    echo "== report digests, large"
+    .gpu/bin/report digests "$out"/cost-*-deterministic.json || status=1
+    echo "== cost: default over deterministic device time"
+    python3 ci/gpu/deterministic_cost.py "$out" --markdown "$out/cost.md" || status=1
+    ;;
+  *)
+    echo "usage: deterministic.sh check|cost" >&2
+    exit 2
+    ;;
+esac
+echo "== status $status"
+exit $status
