@@ -228,7 +228,9 @@ impl Output {
     /// The first element whose bits differ from `other`'s, said in words;
     /// `None` when the two are the same bits.
     pub fn first_difference(&self, other: &Output) -> Option<String> {
-        let (a, b): (Vec<(u32, String)>, Vec<(u32, String)>) = match (self, other) {
+        // Each element's bits and how it reads.
+        type Elements = Vec<(u32, String)>;
+        let (a, b): (Elements, Elements) = match (self, other) {
             (Output::F32(a), Output::F32(b)) => (
                 a.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
                 b.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
