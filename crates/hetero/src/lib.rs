@@ -108,6 +108,8 @@ pub mod guide_doctests {
     pub struct Kernels;
     #[doc = include_str!("../../../docs/guide/collectives.md")]
     pub struct Collectives;
+    #[doc = include_str!("../../../docs/guide/deterministic.md")]
+    pub struct Deterministic;
     #[doc = include_str!("../../../docs/guide/several-devices.md")]
     pub struct SeveralDevices;
     #[doc = include_str!("../../../docs/guide/algorithms.md")]
