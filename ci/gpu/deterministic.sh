@@ -54,7 +54,8 @@ case $stage in
         [ $mode = deterministic ] && flag=--deterministic
         echo "== conform $flag --backend $backend --size large ($(date -u +%T))"
         # shellcheck disable=SC2086
-        timeout 300 .gpu/bin/conform $flag --seed $seed --size large --workload $workloads --backend "$backend" \
+        timeout 150 .gpu/bin/conform $flag --seed $seed --size large --workload $workloads --backend "$backend" \
+          --pull-streams 1,4 --pull-threads 0 --pull-framework 0 --pull-graphs 4 \
           --json "$out/cost-$backend-$mode.json" --markdown "$out/cost-$backend-$mode.md"
         code=$?
         echo "== conform exit $code"

@@ -210,19 +210,27 @@ impl<D: Device> Algorithms<D> {
     ) -> Result<()> {
         let built = self.fixed::<T>()?;
         // Lanes per segment: any power of two gives the same bits; about a
-        // quarter of the mean segment keeps them busy.
+        // quarter of the mean segment keeps them busy, several segments to
+        // a block.
         let mean = input.len() / out.len().max(1);
-        let most = self.fixed_threads::<T>(&built.segmented);
-        let threads = u32::try_from((mean / 4).max(1).next_power_of_two()).unwrap_or(most).min(most);
+        let threads = self.fixed_threads::<T>(&built.segmented);
+        let lanes = u32::try_from((mean / 4).max(1).next_power_of_two()).unwrap_or(threads).min(threads);
         let segments = out.len() as u32;
-        let config = self.fixed_launch::<T>(threads, out.len());
+        let config = self.fixed_launch::<T>(threads, out.len().div_ceil((threads / lanes) as usize));
         // SAFETY: reads offsets[0..=segments) and input within [0, n)
         // (offsets are clamped to it), writes out[0..segments).
         unsafe {
             stream.launch(
                 &built.segmented,
                 config,
-                &[(&input).into(), (&offsets).into(), (&out).into(), (input.len() as u32).into(), segments.into()],
+                &[
+                    (&input).into(),
+                    (&offsets).into(),
+                    (&out).into(),
+                    (input.len() as u32).into(),
+                    segments.into(),
+                    lanes.into(),
+                ],
             )
         }
     }

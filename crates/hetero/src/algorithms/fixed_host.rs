@@ -27,6 +27,7 @@ pub(super) fn kernels<T: Element>() -> Vec<HostKernel> {
             .slice::<u32>()
             .slice_mut::<T>()
             .scalar::<u32>()
+            .scalar::<u32>()
             .scalar::<u32>(),
     ]
 }
@@ -78,7 +79,8 @@ fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
     Ok(())
 }
 
-/// `alg_fixed_segmented(in, offsets, out, n, segments)`.
+/// `alg_fixed_segmented(in, offsets, out, n, segments, lanes)`: a segment
+/// per step of the block's loop (the lanes do not change the bits).
 fn segmented<T: Element>(block: &Block, args: &Args) -> Fault {
     let (input, offsets, out) = (args.slice::<T>(0)?, args.slice::<u32>(1)?, args.slice_mut::<T>(2)?);
     let (n, segments) = (args.u32(3)? as usize, args.u32(4)? as usize);
