@@ -4,7 +4,7 @@
 # mode's evidence (docs/results/deterministic-h100).
 #
 #   bash ci/gpu/deterministic.sh check    # bits: tests, digests at small and medium
-#   bash ci/gpu/deterministic.sh cost     # the mode's cost at large, beside the default
+#   bash ci/gpu/deterministic.sh cost [WORKLOADS]   # the mode's cost at large, beside the default
 #
 # check:
 # 1. The deterministic algorithm test (fixed-order sums, scans and
@@ -16,10 +16,13 @@
 #    those reports and the committed host reports made on a 2-core machine
 #    (docs/results/deterministic-h100/host-2cores-*.json).
 # cost:
-# 3. conform at large, per backend in its own process, in the default mode
-#    and then in the deterministic one ($OUT/cost-<backend>-default.json,
-#    $OUT/cost-<backend>-deterministic.json), and `report digests` over
-#    the three deterministic reports.
+# 3. conform at large over WORKLOADS (default reduce,scan,pull,wave; pull
+#    with 1 and 4 streams and 4 graph lanes), per backend in its own
+#    process, in the default mode and then in the deterministic one
+#    ($OUT/cost-WORKLOADS/<backend>-default.json and -deterministic.json),
+#    `report digests` over the three deterministic reports, and the ratios
+#    (ci/gpu/deterministic_cost.py; a device call lasts at most 10 minutes,
+#    so the four workloads may be split over two calls).
 # Everything printed goes to $OUT/deterministic-<stage>.log too.
 set -uo pipefail
 stage=${1:-check}
@@ -48,6 +51,9 @@ case $stage in
     done
     ;;
   cost)
+    workloads=${2:-$workloads}
+    dir="$out/cost-${workloads//,/+}"
+    mkdir -p "$dir"
     for backend in ${backends//,/ }; do
       for mode in default deterministic; do
         flag=
@@ -56,16 +62,16 @@ case $stage in
         # shellcheck disable=SC2086
         timeout 150 .gpu/bin/conform $flag --seed $seed --size large --workload $workloads --backend "$backend" \
           --pull-streams 1,4 --pull-threads 0 --pull-framework 0 --pull-graphs 4 \
-          --json "$out/cost-$backend-$mode.json" --markdown "$out/cost-$backend-$mode.md"
+          --json "$dir/$backend-$mode.json" --markdown "$dir/$backend-$mode.md"
         code=$?
         echo "== conform exit $code"
         [ $code -eq 0 ] || status=1
       done
     done
     echo "== report digests, large"
-    .gpu/bin/report digests "$out"/cost-*-deterministic.json || status=1
+    .gpu/bin/report digests "$dir"/*-deterministic.json || status=1
     echo "== cost: default over deterministic device time"
-    python3 ci/gpu/deterministic_cost.py "$out" --markdown "$out/cost.md" || status=1
+    python3 ci/gpu/deterministic_cost.py "$dir" --markdown "$dir/cost.md" || status=1
     ;;
   *)
     echo "usage: deterministic.sh check|cost" >&2

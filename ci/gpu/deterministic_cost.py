@@ -2,9 +2,10 @@
 """The deterministic mode's cost: each variant's device time in the
 default mode over its time in the deterministic mode (its throughput as a
 fraction of the default's), from the reports of `ci/gpu/deterministic.sh
-cost` in one folder.
+cost` in one or more folders (`<backend>-default.json` beside
+`<backend>-deterministic.json`: each pair made in one device call).
 
-    python3 ci/gpu/deterministic_cost.py DIR [--markdown OUT]
+    python3 ci/gpu/deterministic_cost.py DIR... [--markdown OUT]
 
 Reduce's deterministic variants (fixed-256, fixed-64) are set against the
 default mode's `library` sum (the same library call without the mode) and
@@ -28,18 +29,24 @@ def times(path):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("dir", type=pathlib.Path)
+    parser.add_argument("dirs", type=pathlib.Path, nargs="+")
     parser.add_argument("--markdown", type=pathlib.Path)
     args = parser.parse_args()
     lines = ["| backend | workload | deterministic variant | against | default ms | deterministic ms | throughput ratio |",
              "|---|---|---|---|---|---|---|"]
     summary = []
-    for det_path in sorted(args.dir.glob("cost-*-deterministic.json")):
-        backend = det_path.name[len("cost-"):-len("-deterministic.json")]
-        default_path = args.dir / f"cost-{backend}-default.json"
-        if not default_path.exists():
-            continue
-        base, det = times(default_path), times(det_path)
+    pairs_by_backend = {}
+    for folder in args.dirs:
+        for det_path in sorted(folder.glob("*-deterministic.json")):
+            backend = det_path.name[:-len("-deterministic.json")]
+            default_path = folder / f"{backend}-default.json"
+            if default_path.exists():
+                pairs_by_backend.setdefault(backend, []).append((default_path, det_path))
+    for backend, paths in sorted(pairs_by_backend.items()):
+        base, det = {}, {}
+        for default_path, det_path in paths:
+            base.update(times(default_path))
+            det.update(times(det_path))
         ratios = {}
         for (workload, variant), ms in sorted(det.items()):
             if workload == "reduce":
