@@ -209,12 +209,12 @@ impl<D: Device> Algorithms<D> {
         out: SliceMut<'_, T, OnDevice, D>,
     ) -> Result<()> {
         let built = self.fixed::<T>()?;
-        // Lanes per segment: any power of two gives the same bits; about a
-        // quarter of the mean segment keeps them busy, several segments to
-        // a block.
+        // Lanes per segment: any power of two gives the same bits; half the
+        // mean segment keeps each lane's run to one or two elements (its
+        // binary counter is the costly part), several segments to a block.
         let mean = input.len() / out.len().max(1);
         let threads = self.fixed_threads::<T>(&built.segmented);
-        let lanes = u32::try_from((mean / 4).max(1).next_power_of_two()).unwrap_or(threads).min(threads);
+        let lanes = u32::try_from((mean / 2).max(1).next_power_of_two()).unwrap_or(threads).min(threads);
         let segments = out.len() as u32;
         let config = self.fixed_launch::<T>(threads, out.len().div_ceil((threads / lanes) as usize));
         // SAFETY: reads offsets[0..=segments) and input within [0, n)
