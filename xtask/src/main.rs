@@ -10,7 +10,8 @@
 //! - `report merge A.json B.json ... [--markdown F] [--junit F] [--json F]`:
 //!   combines reports of different nodes or jobs into one comparison;
 //!   `report compare OLD.json NEW.json [--threshold F] [--fail-on-regression]`:
-//!   flags what got slower or changed between two runs.
+//!   flags what got slower or changed between two runs; `report digests
+//!   A.json B.json ...`: exit 1 when an output's digest differs between runs.
 //! - `ci-matrix --format github|gitlab|slurm [--runners LIST]`: the CI job
 //!   matrix of `ci/matrix.json`.
 //! - `hip-inputs [DIR]`: fetches the headers and runtime the HIP-on-NVIDIA
@@ -66,7 +67,7 @@ enum Command {
         args: Vec<String>,
     },
     /// Combine or compare conformance reports: `cargo xtask report merge A.json B.json --markdown OUT.md`,
-    /// `cargo xtask report compare OLD.json NEW.json`.
+    /// `cargo xtask report compare OLD.json NEW.json`, `cargo xtask report digests A.json B.json`.
     #[command(disable_help_flag = true)]
     Report {
         /// Arguments for the `report` tool.
