@@ -4,6 +4,7 @@
 # mode's evidence (docs/results/deterministic-h100).
 #
 #   bash ci/gpu/deterministic.sh check    # bits: tests, digests at small and medium
+#   bash ci/gpu/deterministic.sh strict   # floating point as written: tests/strict_float.rs
 #   bash ci/gpu/deterministic.sh cost [WORKLOADS]   # the mode's cost at large, beside the default
 #
 # check:
@@ -15,6 +16,10 @@
 #    compared bit for bit with the host's), then `report digests` over
 #    those reports and the committed host reports made on a 2-core machine
 #    (docs/results/deterministic-h100/host-2cores-*.json).
+# strict:
+#    tests/strict_float.rs (a * b + c unfused, fma fused, division and
+#    square root correctly rounded, denormals kept, as Rust computes them)
+#    with host, CUDA, HIP and OpenCL required.
 # cost:
 # 3. conform at large over WORKLOADS (default reduce,scan,pull,wave; pull
 #    with 1 and 4 streams and 4 graph lanes), per backend in its own
@@ -50,6 +55,10 @@ case $stage in
         || status=1
     done
     ;;
+  strict)
+    echo "== floating point as written (required: host,$backends)"
+    HETERO_REQUIRE="host,$backends" timeout 200 .gpu/bin/test-strict_float || status=1
+    ;;
   cost)
     workloads=${2:-$workloads}
     dir="$out/cost-${workloads//,/+}"
@@ -74,7 +83,7 @@ case $stage in
     python3 ci/gpu/deterministic_cost.py "$dir" --markdown "$dir/cost.md" || status=1
     ;;
   *)
-    echo "usage: deterministic.sh check|cost" >&2
+    echo "usage: deterministic.sh check|strict|cost [WORKLOADS]" >&2
     exit 2
     ;;
 esac

@@ -14,12 +14,13 @@
 use std::process::ExitCode;
 
 /// The example's and the tests' kernel files, by path in the repository.
-const FILES: [(&str, &str); 5] = [
+const FILES: [(&str, &str); 6] = [
     ("examples/custom-kernel/src/kernels.kern", include_str!("../../../examples/custom-kernel/src/kernels.kern")),
     ("crates/hetero/tests/kernels/dialect.kern", include_str!("../tests/kernels/dialect.kern")),
     ("crates/hetero/tests/kernels/user.kern", include_str!("../tests/kernels/user.kern")),
     ("crates/hetero/tests/kernels/user_f64.kern", include_str!("../tests/kernels/user_f64.kern")),
     ("crates/hetero/tests/kernels/nested.kern", include_str!("../tests/kernels/nested.kern")),
+    ("crates/hetero/tests/kernels/strict.kern", include_str!("../tests/kernels/strict.kern")),
 ];
 
 /// The targets of `--arch a,b,c` (or `--arch=a,b,c`), or what is wrong.

@@ -47,7 +47,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 pub use crate::ops::{ReduceOp, Scalar, pairwise};
 pub use element::{Element, ScanKind};
-use fixed::{FIXED_ITEMS, FixedBuilt};
+use fixed::FixedBuilt;
 
 use crate::any::AnyDevice;
 use crate::block::BlockRequest;

@@ -24,9 +24,6 @@ unsafe impl<R: Runtime> Sync for GpuKernel<R> {}
 /// stated so that no later default changes them). hiprtc on NVIDIA passes
 /// them to NVRTC.
 pub(crate) const STRICT_NVRTC: [&str; 4] = ["--fmad=false", "--prec-div=true", "--prec-sqrt=true", "--ftz=false"];
-/// The same for hiprtc on AMD (clang).
-pub(crate) const STRICT_AMD: [&str; 3] =
-    ["-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero", "-fhip-fp32-correctly-rounded-divide-sqrt"];
 
 /// One kernel and its limits on the device.
 pub(super) struct GpuKernel<R: Runtime> {

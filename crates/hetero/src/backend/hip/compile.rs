@@ -9,10 +9,15 @@ use super::ffi as hip;
 use super::error::rtc_error;
 use crate::error::Result;
 
+/// hiprtc's flags on AMD (clang) for IEEE-754 as written, as
+/// `STRICT_NVRTC` are NVRTC's.
+const STRICT_AMD: [&str; 3] =
+    ["-ffp-contract=off", "-fno-gpu-flush-denormals-to-zero", "-fhip-fp32-correctly-rounded-divide-sqrt"];
+
 /// The flags of a strict build (`strict`) for AMD's compiler or, on the
 /// NVIDIA platform, NVRTC's; none otherwise.
 pub(super) fn strict_flags(strict: bool, amd: bool) -> Result<Vec<std::ffi::CString>> {
-    use crate::backend::gpu::module::{STRICT_AMD, STRICT_NVRTC};
+    use crate::backend::gpu::module::STRICT_NVRTC;
     if !strict {
         return Ok(Vec::new());
     }
