@@ -4,15 +4,11 @@
 
 use std::sync::{Arc, PoisonError};
 
-use super::{Algorithms, BLOCKS_PER_UNIT, Element, MAX_BLOCKS, ScanKind, exchange_len};
+use super::{Algorithms, BLOCKS_PER_UNIT, Element, FIXED_ITEMS, MAX_BLOCKS, ScanKind, exchange_len};
 use crate::block::BlockRequest;
 use crate::device::{BuildOptions, Device, LaunchConfig};
 use crate::error::Result;
 use crate::safe::{Buffer, Kernel, Module, OnDevice, Slice, SliceMut, Stream};
-
-/// Elements per thread of a tile (a power of two): tiles of 4096 elements
-/// at 256 threads.
-pub(super) const FIXED_ITEMS: u32 = 16;
 
 /// The fixed-order kernels of one float type.
 pub(super) struct FixedBuilt<D: Device> {

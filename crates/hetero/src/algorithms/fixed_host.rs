@@ -2,8 +2,7 @@
 //! tiles and the same order of additions ([`crate::ops::pairwise`]), so
 //! they give the GPU kernels' bits.
 
-use super::Element;
-use super::fixed::FIXED_ITEMS;
+use super::{Element, FIXED_ITEMS};
 use crate::host_kernel::{Args, Block, Fault, HostKernel};
 use crate::ops::pairwise;
 

@@ -70,6 +70,9 @@ const BLOCKS_PER_UNIT: u32 = 64;
 /// 2^28 elements the register tiles peak there, and fall with more items
 /// (register pressure, fewer blocks resident): docs/results/algorithms-h100.
 const SCAN_ITEMS: [u32; 2] = [12, 10];
+/// Elements per thread of a fixed-order tile (a power of two; `fixed.rs`):
+/// tiles of 4096 elements at 256 threads.
+const FIXED_ITEMS: u32 = 16;
 /// Look-back window of `alg_scan` (`ALG_WINDOW`), plus its running sum:
 /// static shared memory of the kernel.
 const SCAN_WINDOW: usize = 129;
