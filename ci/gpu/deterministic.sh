@@ -46,7 +46,7 @@ case $stage in
     for size in small medium; do
       echo "== conform --deterministic --size $size on host,$backends ($(date -u +%T))"
       timeout 400 .gpu/bin/conform --deterministic --seed $seed --size $size --workload $workloads \
-        --backend "host,$backends" --json "$out/deterministic-$size.json" --markdown "$out/deterministic-$size.md"
+        --backend "host,$backends" --json "$out/deterministic-$size.json"
       code=$?
       echo "== conform exit $code"
       [ $code -eq 0 ] || status=1
@@ -71,7 +71,7 @@ case $stage in
         # shellcheck disable=SC2086
         timeout 150 .gpu/bin/conform $flag --seed $seed --size large --workload $workloads --backend "$backend" \
           --pull-streams 1,4 --pull-threads 0 --pull-framework 0 --pull-graphs 4 \
-          --json "$dir/$backend-$mode.json" --markdown "$dir/$backend-$mode.md"
+          --json "$dir/$backend-$mode.json"
         code=$?
         echo "== conform exit $code"
         [ $code -eq 0 ] || status=1

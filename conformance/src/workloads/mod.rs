@@ -228,22 +228,18 @@ impl Output {
     /// The first element whose bits differ from `other`'s, said in words;
     /// `None` when the two are the same bits.
     pub fn first_difference(&self, other: &Output) -> Option<String> {
-        // Each element's bits and how it reads.
-        type Elements = Vec<(u32, String)>;
-        let (a, b): (Elements, Elements) = match (self, other) {
-            (Output::F32(a), Output::F32(b)) => (
-                a.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
-                b.iter().map(|x| (x.to_bits(), format!("{x:e}"))).collect(),
-            ),
-            (Output::U32(a), Output::U32(b)) => {
-                (a.iter().map(|x| (*x, x.to_string())).collect(), b.iter().map(|x| (*x, x.to_string())).collect())
+        /// The first index where `same` fails, said with both elements.
+        fn first<T: std::fmt::Debug>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> Option<String> {
+            if let Some(i) = a.iter().zip(b).position(|(x, y)| !same(x, y)) {
+                return Some(format!("element {i} is {:?} here, {:?} there", a[i], b[i]));
             }
-            _ => return Some("one output is float, the other integer".into()),
-        };
-        if let Some(i) = a.iter().zip(&b).position(|(x, y)| x.0 != y.0) {
-            return Some(format!("element {i} is {} here, {} there", a[i].1, b[i].1));
+            (a.len() != b.len()).then(|| format!("{} elements here, {} there", a.len(), b.len()))
         }
-        (a.len() != b.len()).then(|| format!("{} elements here, {} there", a.len(), b.len()))
+        match (self, other) {
+            (Output::F32(a), Output::F32(b)) => first(a, b, |x, y| x.to_bits() == y.to_bits()),
+            (Output::U32(a), Output::U32(b)) => first(a, b, |x, y| x == y),
+            _ => Some("one output is float, the other integer".into()),
+        }
     }
 
     /// Largest absolute element difference to `other`, and that difference

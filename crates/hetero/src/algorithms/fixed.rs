@@ -92,19 +92,41 @@ impl<D: Device> Algorithms<D> {
                 None => input,
             };
             let tiles = current.len().div_ceil(tile);
-            let n = current.len() as u32;
-            let config = self.fixed_launch::<T>(threads, tiles);
             if tiles == 1 {
-                // SAFETY: alg_fixed_reduce reads current[0..n) and writes out[0..1).
-                return unsafe { stream.launch(&built.reduce, config, &[(&current).into(), (&out).into(), n.into()]) };
+                return self.tile_sums(stream, &built, threads, &current, &out);
             }
             let mut next = stream.alloc::<T>(tiles)?;
-            {
-                let sums = next.slice_mut(..)?;
-                // SAFETY: reads current[0..n) and writes sums[0..tiles).
-                unsafe { stream.launch(&built.reduce, config, &[(&current).into(), (&sums).into(), n.into()])? };
-            }
+            self.tile_sums(stream, &built, threads, &current, &next.slice_mut(..)?)?;
             level = Some(next);
+        }
+    }
+
+    /// Launches `alg_fixed_reduce`: the tree sum of each tile of `x` (tiles
+    /// of `threads * FIXED_ITEMS`) into `sums`, which must hold them all.
+    fn tile_sums<T: Element>(
+        &self,
+        stream: &Stream<D>,
+        built: &FixedBuilt<D>,
+        threads: u32,
+        x: &Slice<'_, T, OnDevice, D>,
+        sums: &SliceMut<'_, T, OnDevice, D>,
+    ) -> Result<()> {
+        let tiles = x.len().div_ceil(threads as usize * FIXED_ITEMS as usize);
+        if sums.len() < tiles {
+            return Err(self.error(
+                "reduce",
+                crate::error::ErrorKind::OutOfBounds,
+                format!("{tiles} tile sums do not fit {} elements", sums.len()),
+            ));
+        }
+        // SAFETY: alg_fixed_reduce reads x[0..len) and writes sums[0..tiles),
+        // within `sums` (checked above).
+        unsafe {
+            stream.launch(
+                &built.reduce,
+                self.fixed_launch::<T>(threads, tiles),
+                &[x.into(), sums.into(), (x.len() as u32).into()],
+            )
         }
     }
 
@@ -162,14 +184,7 @@ impl<D: Device> Algorithms<D> {
         let tile = threads as usize * FIXED_ITEMS as usize;
         let tiles = x.len().div_ceil(tile);
         let mut sums = stream.alloc::<T>(tiles)?;
-        {
-            let out = sums.slice_mut(..)?;
-            let config = self.fixed_launch::<T>(threads, tiles);
-            // SAFETY: reads x[0..len) and writes out[0..tiles).
-            unsafe {
-                stream.launch(&built.reduce, config, &[(&x).into(), (&out).into(), (x.len() as u32).into()])?;
-            }
-        }
+        self.tile_sums(stream, built, threads, &x, &sums.slice_mut(..)?)?;
         let sums = sums.slice(..)?;
         let above = self.fixed_offsets(stream, built, threads, sums, count.div_ceil(tile))?;
         let above = above.slice(..)?;
