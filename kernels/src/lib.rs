@@ -16,6 +16,8 @@
 //! | `atomic_add_f32(GLOBAL float*, float)` | atomic float addition (a compare-and-swap loop on OpenCL 1.2) |
 //! | `atomic_add_u32`, `atomic_add_i32`, `atomic_max_u32`, `atomic_min_u32` | 32-bit integer atomics on `GLOBAL` memory, returning the old value |
 //! | `atomic_store_u32`, `atomic_load_u32` | words between blocks: a store every block sees whole, and a load from memory (volatile: never a value the thread cached) |
+//! | `atomic_add_shared_u32(SHARED uint*, uint)` | 32-bit atomic addition on block-shared memory, returning the old value |
+//! | `hetero_popc64(ulong)` | the bits set in a 64-bit word, as `uint` |
 //! | `SHARED_ARRAY(T, name, count)` | a block-shared array declared inside a kernel |
 //! | `HETERO_PI` | pi as a float literal |
 //! | `uint`, `int`, `float`, `ulong`, `long`, `ushort`, `uchar` | scalar types, the same width on every backend (`long` is 64-bit) |
@@ -83,6 +85,10 @@ pub const ALGORITHMS: &str = include_str!("portable/algorithms.kern");
 /// template like [`ALGORITHMS`] for `float` and `double` (defining
 /// `ALG_FIXED_ITEMS`), built with `hetero::BuildOptions::deterministic`.
 pub const FIXED: &str = include_str!("portable/fixed.kern");
+/// The radix sort of `hetero::algorithms` (`alg_sort_histogram`,
+/// `alg_sort_offsets`, `alg_sort_pass`): a template per key and value
+/// width (see the file's head).
+pub const SORT: &str = include_str!("portable/sort.kern");
 
 /// Every portable source, by workload name.
 pub const ALL: [(&str, &str); 6] =

@@ -35,6 +35,10 @@ static __device__ __forceinline__ uint atomic_min_u32(uint* p, uint v) { return 
  * that reads memory, not a cached copy. */
 static __device__ __forceinline__ void atomic_store_u32(uint* p, uint v) { atomicExch(p, v); }
 static __device__ __forceinline__ uint atomic_load_u32(uint* p) { return *(volatile uint*)p; }
+/* Atomic addition on block-shared memory, returning the old value. */
+static __device__ __forceinline__ uint atomic_add_shared_u32(uint* p, uint v) { return atomicAdd(p, v); }
+/* Bits set in a 64-bit word. */
+static __device__ __forceinline__ uint hetero_popc64(ulong v) { return (uint)__popcll((unsigned long long)v); }
 /* A block-shared array declared inside a kernel. */
 #define SHARED_ARRAY(T, name, count) __shared__ T name[count]
 

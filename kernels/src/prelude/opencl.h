@@ -32,6 +32,10 @@ static inline uint atomic_min_u32(__global uint* p, uint v) { return atomic_min(
 /* Words between work-groups (see the CUDA prelude). */
 static inline void atomic_store_u32(__global uint* p, uint v) { atomic_xchg(p, v); }
 static inline uint atomic_load_u32(__global uint* p) { return *(volatile __global uint*)p; }
+/* Atomic addition on block-shared memory, returning the old value. */
+static inline uint atomic_add_shared_u32(__local uint* p, uint v) { return atomic_add(p, v); }
+/* Bits set in a 64-bit word. */
+static inline uint hetero_popc64(ulong v) { return (uint)popcount(v); }
 #define SHARED_ARRAY(T, name, count) __local T name[count]
 
 /* OpenCL 1.2 has no float atomics: compare-and-swap on the bit pattern. */

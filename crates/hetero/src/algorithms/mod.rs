@@ -42,12 +42,17 @@ mod fixed;
 mod fixed_host;
 #[cfg(feature = "host")]
 mod host;
+mod sort;
+#[cfg(feature = "host")]
+mod sort_host;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub use crate::ops::{ReduceOp, Scalar, pairwise};
 pub use element::{Element, ScanKind};
 use fixed::FixedBuilt;
+use sort::SortBuilt;
+pub use sort::{MAX_SORT_LEN, SortKey, SortOrder};
 
 use crate::any::AnyDevice;
 use crate::block::BlockRequest;
@@ -105,6 +110,8 @@ pub struct Algorithms<D: Device = AnyDevice> {
     /// Elements each thread of the scan takes, for 4-byte and 8-byte types.
     scan_items: [u32; 2],
     built: Mutex<Vec<Arc<Built<D>>>>,
+    /// The sort kernels, per key and value width.
+    sorts: Mutex<Vec<Arc<SortBuilt<D>>>>,
 }
 
 impl<D: Device> std::fmt::Debug for Algorithms<D> {
@@ -123,6 +130,7 @@ impl<D: Device> Algorithms<D> {
             fixed: Mutex::new(Vec::new()),
             scan_items: SCAN_ITEMS,
             built: Mutex::new(Vec::new()),
+            sorts: Mutex::new(Vec::new()),
         }
     }
 
@@ -514,6 +522,9 @@ pub fn kernel_sources() -> Vec<(String, String)> {
         ("algorithms fixed float".to_string(), fixed::source::<f32>()),
         ("algorithms fixed double".to_string(), fixed::source::<f64>()),
     ];
+    for (key, value) in [(4, 0), (4, 4), (4, 8), (8, 0), (8, 4), (8, 8)] {
+        out.push((format!("algorithms sort {key}-byte keys {value}-byte values"), sort::source(key, value, 256, 16)));
+    }
     of::<u32>(&mut out);
     of::<i32>(&mut out);
     of::<u64>(&mut out);
