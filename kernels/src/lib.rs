@@ -89,6 +89,10 @@ pub const FIXED: &str = include_str!("portable/fixed.kern");
 /// `alg_sort_offsets`, `alg_sort_pass`): a template per key and value
 /// width (see the file's head).
 pub const SORT: &str = include_str!("portable/sort.kern");
+/// Histogram, select and the one-to-many association's preparation of
+/// `hetero::algorithms` (`alg_histogram`, `alg_select`,
+/// `alg_assoc_prepare`): a template per element type like [`ALGORITHMS`].
+pub const SELECT: &str = include_str!("portable/select.kern");
 
 /// Every portable source, by workload name.
 pub const ALL: [(&str, &str); 6] =

@@ -26,10 +26,77 @@ pub trait Scalar: Pod + PartialOrd + Send + Sync + std::fmt::Debug + sealed::Sea
     fn highest() -> Self;
     /// The identity of [`ReduceOp::Max`]: the smallest value (`-inf` for floats).
     fn lowest() -> Self;
+    /// The value as a float, for messages.
+    #[doc(hidden)]
+    fn approx_f64(self) -> f64;
+    /// The scale of even bins over `[lower, upper)`: `bins / (upper -
+    /// lower)` in the type for floats (`None` unless finite and positive),
+    /// zero for integers.
+    #[doc(hidden)]
+    fn bin_scale(bins: usize, lower: Self, upper: Self) -> Option<Self>;
+    /// `upper - lower` exactly, for integers.
+    #[doc(hidden)]
+    fn span(lower: Self, upper: Self) -> Option<u128>;
+    /// The bin of `self` (`hist_bin` in `select.kern`), `None` where it is
+    /// not counted: mode 0 the value itself (integers), mode 1 even bins.
+    #[doc(hidden)]
+    fn bin(self, mode: u32, bins: u32, lower: Self, upper: Self, scale: Self) -> Option<u32>;
+}
+
+/// [`Scalar::bin`] of an integer type.
+macro_rules! int_bins {
+    ($t:ty) => {
+        fn approx_f64(self) -> f64 {
+            self as f64
+        }
+        fn bin_scale(_: usize, _: Self, _: Self) -> Option<Self> {
+            Some(0)
+        }
+        fn span(lower: Self, upper: Self) -> Option<u128> {
+            u128::try_from(upper as i128 - lower as i128).ok()
+        }
+        fn bin(self, mode: u32, bins: u32, lower: Self, upper: Self, _: Self) -> Option<u32> {
+            if mode == 0 {
+                return u32::try_from(self).ok().filter(|&v| v < bins);
+            }
+            if !(self >= lower && self < upper) {
+                return None;
+            }
+            // Two's complement through 64 bits, as the kernel's casts.
+            let off = (self as i64 as u64).wrapping_sub(lower as i64 as u64);
+            let range = (upper as i64 as u64).wrapping_sub(lower as i64 as u64);
+            Some((off.wrapping_mul(u64::from(bins)) / range) as u32)
+        }
+    };
+}
+
+/// [`Scalar::bin`] of a float type.
+macro_rules! float_bins {
+    ($t:ty) => {
+        fn approx_f64(self) -> f64 {
+            self as f64
+        }
+        fn bin_scale(bins: usize, lower: Self, upper: Self) -> Option<Self> {
+            let width = upper - lower;
+            let scale = bins as $t / width;
+            (width.is_finite() && scale.is_finite() && scale > 0.0).then_some(scale)
+        }
+        fn span(_: Self, _: Self) -> Option<u128> {
+            None
+        }
+        fn bin(self, _: u32, bins: u32, lower: Self, upper: Self, scale: Self) -> Option<u32> {
+            if !(self >= lower && self < upper) {
+                return None;
+            }
+            // `as` saturates where C's conversion would be out of range;
+            // the product is below bins but for rounding, so both truncate.
+            Some((((self - lower) * scale) as u32).min(bins - 1))
+        }
+    };
 }
 
 macro_rules! scalar {
-    ($t:ty, $name:literal, $suffix:literal, $float:literal, $add:expr, $high:expr, $low:expr) => {
+    ($t:ty, $name:literal, $suffix:literal, $float:literal, $add:expr, $high:expr, $low:expr, $bins:ident) => {
         impl sealed::Sealed for $t {}
         impl Scalar for $t {
             const NAME: &'static str = $name;
@@ -45,16 +112,17 @@ macro_rules! scalar {
             fn lowest() -> Self {
                 $low
             }
+            $bins!($t);
         }
     };
 }
 
-scalar!(u32, "uint", "u32", false, u32::wrapping_add, u32::MAX, u32::MIN);
-scalar!(i32, "int", "i32", false, i32::wrapping_add, i32::MAX, i32::MIN);
-scalar!(u64, "ulong", "u64", false, u64::wrapping_add, u64::MAX, u64::MIN);
-scalar!(i64, "long", "i64", false, i64::wrapping_add, i64::MAX, i64::MIN);
-scalar!(f32, "float", "f32", true, |a: f32, b: f32| a + b, f32::INFINITY, f32::NEG_INFINITY);
-scalar!(f64, "double", "f64", true, |a: f64, b: f64| a + b, f64::INFINITY, f64::NEG_INFINITY);
+scalar!(u32, "uint", "u32", false, u32::wrapping_add, u32::MAX, u32::MIN, int_bins);
+scalar!(i32, "int", "i32", false, i32::wrapping_add, i32::MAX, i32::MIN, int_bins);
+scalar!(u64, "ulong", "u64", false, u64::wrapping_add, u64::MAX, u64::MIN, int_bins);
+scalar!(i64, "long", "i64", false, i64::wrapping_add, i64::MAX, i64::MIN, int_bins);
+scalar!(f32, "float", "f32", true, |a: f32, b: f32| a + b, f32::INFINITY, f32::NEG_INFINITY, float_bins);
+scalar!(f64, "double", "f64", true, |a: f64, b: f64| a + b, f64::INFINITY, f64::NEG_INFINITY, float_bins);
 
 /// How elements are combined.
 ///

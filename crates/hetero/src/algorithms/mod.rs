@@ -42,6 +42,9 @@ mod fixed;
 mod fixed_host;
 #[cfg(feature = "host")]
 mod host;
+mod select;
+#[cfg(feature = "host")]
+mod select_host;
 mod sort;
 #[cfg(feature = "host")]
 mod sort_host;
@@ -51,6 +54,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub use crate::ops::{ReduceOp, Scalar, pairwise};
 pub use element::{Element, ScanKind};
 use fixed::FixedBuilt;
+use select::SelectBuilt;
+pub use select::{Bins, MAX_SELECT_LEN, Predicate};
 use sort::SortBuilt;
 pub use sort::{MAX_SORT_LEN, SortKey, SortOrder};
 
@@ -112,6 +117,8 @@ pub struct Algorithms<D: Device = AnyDevice> {
     built: Mutex<Vec<Arc<Built<D>>>>,
     /// The sort kernels, per key and value width.
     sorts: Mutex<Vec<Arc<SortBuilt<D>>>>,
+    /// The histogram and select kernels, per element type.
+    selects: Mutex<Vec<Arc<SelectBuilt<D>>>>,
 }
 
 impl<D: Device> std::fmt::Debug for Algorithms<D> {
@@ -131,6 +138,7 @@ impl<D: Device> Algorithms<D> {
             scan_items: SCAN_ITEMS,
             built: Mutex::new(Vec::new()),
             sorts: Mutex::new(Vec::new()),
+            selects: Mutex::new(Vec::new()),
         }
     }
 
@@ -511,6 +519,7 @@ impl<D: Device> Algorithms<D> {
 /// other compilers (`cargo xtask hip-compile`).
 pub fn kernel_sources() -> Vec<(String, String)> {
     fn of<T: Element>(out: &mut Vec<(String, String)>) {
+        out.push((format!("algorithms select {}", T::NAME), select::source::<T>(16)));
         for op in [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max] {
             out.push((
                 format!("algorithms {} {}", T::NAME, op.name()),

@@ -30,8 +30,9 @@ const SORT_STATIC: usize = (8 * RADIX + 2 * RADIX + 1) * 4;
 /// integers in their order, floats in IEEE 754's total order
 /// (`-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN`, as
 /// [`f32::total_cmp`]), so `-0.0` comes before `+0.0` and NaNs go to the
-/// ends by their sign. Floats are moved as bits: `f64` keys need no
-/// 64-bit float support of the device.
+/// ends by their sign. Floats are moved as bits, but `f64` keys are
+/// buffers of doubles, which a device without 64-bit floats refuses
+/// (`DeviceInfo::fp64`).
 pub trait SortKey: Element {
     /// How the bits are made order-preserving: 0 as they are, 1 the sign
     /// bit flipped, 2 the float rule.
@@ -214,6 +215,7 @@ impl<D: Device> Algorithms<D> {
         if n <= 1 || bits.is_empty() {
             return Ok(());
         }
+        self.check_fp64::<K>()?;
         let value_size = if values.is_some() { std::mem::size_of::<V>() } else { 0 };
         let built = self.sort_built(std::mem::size_of::<K>(), value_size)?;
         let host = self.ctx.info().backend == crate::Backend::Host;
@@ -224,10 +226,14 @@ impl<D: Device> Algorithms<D> {
         let descending = u32::from(order.descending);
         let n32 = n as u32;
 
-        // Every pass's digit counts in one read, then their prefixes.
-        let mut hist = stream.alloc::<u32>(passes as usize * RADIX)?;
+        // Devices with subgroups (GPUs) take each pass in one launch with
+        // look-back, from every pass's digit counts (one read, then their
+        // prefixes); others in two launches around a scan of the tiles'
+        // counts (sort.kern says why).
+        let phased = !host && self.ctx.info().subgroup_sizes.is_empty();
+        let mut hist = stream.alloc::<u32>(if phased { 1 } else { passes as usize * RADIX })?;
         stream.fill(&mut hist, 0u32)?;
-        {
+        if !phased {
             let hist = hist.slice_mut(..)?;
             let units = self.ctx.info().compute_units.max(1);
             let blocks =
@@ -264,47 +270,62 @@ impl<D: Device> Algorithms<D> {
             None => None,
         };
         let mut state = stream.alloc::<u32>(1 + tiles * RADIX)?;
+        let mut places = stream.alloc::<u32>(if phased { tiles * RADIX } else { 1 })?;
         let shared = tile * std::mem::size_of::<K>().max(value_size);
         for p in 0..passes {
             stream.fill(&mut state, 0u32)?;
             let shift = bits.start + 8 * p;
             let pass_bits = (bits.end - shift).min(8);
-            let digit_base = hist.slice(p as usize * RADIX..(p as usize + 1) * RADIX)?;
-            let state = state.slice_mut(..)?;
-            let tail: [Arg<'_, D>; 7] = [
-                (&digit_base).into(),
-                (&state).into(),
-                n32.into(),
-                shift.into(),
-                pass_bits.into(),
-                K::KIND.into(),
-                descending.into(),
-            ];
-            let temp_k = temp_keys.slice_mut(..)?;
-            // Even passes read the caller's buffers and write the temporary
-            // ones; odd passes the other way.
-            let forward = p % 2 == 0;
-            let mut args: Vec<Arg<'_, D>> =
-                if forward { vec![(&keys).into(), (&temp_k).into()] } else { vec![(&temp_k).into(), (&keys).into()] };
-            let temp_v = match temp_values.as_mut() {
-                Some(t) => Some(t.slice_mut(..)?),
-                None => None,
-            };
-            if let (Some(v), Some(t)) = (&values, &temp_v) {
-                if forward {
-                    args.extend([v.into(), t.into()]);
-                } else {
-                    args.extend([t.into(), v.into()]);
+            for phase in if phased { [1u32, 2].as_slice() } else { [0u32].as_slice() } {
+                if *phase == 2 {
+                    self.scan(stream, state.slice(..tiles * RADIX)?, &mut places, super::ScanKind::Exclusive)?;
                 }
-            }
-            args.extend(tail);
-            // SAFETY: alg_sort_pass with exactly `tiles` blocks of `threads`
-            // reads n keys (values) from one buffer and writes a permutation
-            // of them to the other, both of n elements; it reads
-            // digit_base[0..256) and touches state[0..1 + tiles * 256),
-            // zeroed above. On the host, one block takes the whole input.
-            unsafe {
-                stream.launch(&built.pass, LaunchConfig::linear(tiles as u32, threads, shared), &args)?;
+                let digit_base =
+                    if phased { places.slice(..)? } else { hist.slice(p as usize * RADIX..(p as usize + 1) * RADIX)? };
+                let state = state.slice_mut(..)?;
+                let tail: [Arg<'_, D>; 9] = [
+                    (&digit_base).into(),
+                    (&state).into(),
+                    n32.into(),
+                    shift.into(),
+                    pass_bits.into(),
+                    K::KIND.into(),
+                    descending.into(),
+                    (*phase).into(),
+                    (tiles as u32).into(),
+                ];
+                let temp_k = temp_keys.slice_mut(..)?;
+                // Even passes read the caller's buffers and write the
+                // temporary ones; odd passes the other way.
+                let forward = p % 2 == 0;
+                let mut args: Vec<Arg<'_, D>> = if forward {
+                    vec![(&keys).into(), (&temp_k).into()]
+                } else {
+                    vec![(&temp_k).into(), (&keys).into()]
+                };
+                let temp_v = match temp_values.as_mut() {
+                    Some(t) => Some(t.slice_mut(..)?),
+                    None => None,
+                };
+                if let (Some(v), Some(t)) = (&values, &temp_v) {
+                    if forward {
+                        args.extend([v.into(), t.into()]);
+                    } else {
+                        args.extend([t.into(), v.into()]);
+                    }
+                }
+                args.extend(tail);
+                // SAFETY: alg_sort_pass with exactly `tiles` blocks of
+                // `threads` reads n keys (values) from one buffer and writes
+                // a permutation of them to the other, both of n elements.
+                // Phase 0 reads digit_base[0..256) and touches state[0..1 +
+                // tiles * 256), zeroed above; phase 1 writes state[0..tiles *
+                // 256); phase 2 reads digit_base[0..tiles * 256),
+                // the exclusive scan of phase 1's counts. On the host, one
+                // block takes the whole input.
+                unsafe {
+                    stream.launch(&built.pass, LaunchConfig::linear(tiles as u32, threads, shared), &args)?;
+                }
             }
         }
         if passes % 2 == 1 {
@@ -316,14 +337,10 @@ impl<D: Device> Algorithms<D> {
         Ok(())
     }
 
-    /// The sort kernels for keys and values of these sizes, built on first use.
-    fn sort_built(&self, key_size: usize, value_size: usize) -> Result<Arc<SortBuilt<D>>> {
-        let mut built = self.sorts.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(b) = built.iter().find(|b| b.key_size == key_size && b.value_size == value_size) {
-            return Ok(Arc::clone(b));
-        }
+    /// The sort kernels for keys and values of these sizes and `threads`
+    /// threads a block.
+    fn build_sort(&self, key_size: usize, value_size: usize, threads: u32) -> Result<Arc<SortBuilt<D>>> {
         let info = self.ctx.info();
-        let threads = SORT_THREADS.min(self.threads).min(info.max_threads_per_block).max(1);
         let mut items = SORT_ITEMS[usize::from(key_size > 4)];
         let wide = key_size.max(value_size);
         while items > 1 && threads as usize * items as usize * wide + SORT_STATIC > info.shared_memory_per_block {
@@ -334,7 +351,7 @@ impl<D: Device> Algorithms<D> {
         #[cfg(not(feature = "host"))]
         let hosts: Vec<crate::host_kernel::HostKernel> = Vec::new();
         let module = self.ctx.build_module_with(&source(key_size, value_size, threads, items), &hosts)?;
-        let b = Arc::new(SortBuilt {
+        Ok(Arc::new(SortBuilt {
             key_size,
             value_size,
             histogram: module.kernel("alg_sort_histogram")?,
@@ -343,15 +360,34 @@ impl<D: Device> Algorithms<D> {
             threads,
             items,
             _module: module,
-        });
-        let limit = [&b.histogram, &b.offsets, &b.pass].iter().map(|k| k.limits().max_threads).min().unwrap_or(0);
-        if limit < threads {
-            return Err(self.error(
-                "sort",
-                ErrorKind::Unavailable,
-                format!("the sort kernels run at most {limit} threads a block on {}; they need {threads}", info.name),
-            ));
+        }))
+    }
+
+    /// The sort kernels for keys and values of these sizes, built on first use.
+    fn sort_built(&self, key_size: usize, value_size: usize) -> Result<Arc<SortBuilt<D>>> {
+        let mut built = self.sorts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(b) = built.iter().find(|b| b.key_size == key_size && b.value_size == value_size) {
+            return Ok(Arc::clone(b));
         }
+        let info = self.ctx.info();
+        let mut threads = SORT_THREADS.min(self.threads).min(info.max_threads_per_block).max(1);
+        // The kernels may run fewer threads than the device (registers, or
+        // a CPU compiler's limit): then they are built again for that many.
+        let b = loop {
+            let b = self.build_sort(key_size, value_size, threads)?;
+            let limit = [&b.histogram, &b.offsets, &b.pass].iter().map(|k| k.limits().max_threads).min().unwrap_or(0);
+            if limit >= threads {
+                break b;
+            }
+            if limit == 0 {
+                return Err(self.error(
+                    "sort",
+                    ErrorKind::Unavailable,
+                    format!("the sort kernels run no thread a block on {}", info.name),
+                ));
+            }
+            threads = limit;
+        };
         built.push(Arc::clone(&b));
         Ok(b)
     }
