@@ -338,6 +338,9 @@ fn histograms_of<T: Counted + hetero::algorithms::Element>(ctx: &Context<AnyDevi
     }
 }
 
+/// A predicate's rule, for the reference.
+type Holds<T> = fn(&T, &T) -> bool;
+
 fn selects_of<T: Counted + hetero::algorithms::Element>(ctx: &Context<AnyDevice>) {
     let algorithms = Algorithms::new(ctx);
     let stream = ctx.stream().unwrap();
@@ -349,7 +352,7 @@ fn selects_of<T: Counted + hetero::algorithms::Element>(ctx: &Context<AnyDevice>
         let mut output = stream.alloc::<T>(n + 3).unwrap();
         let mut count = stream.alloc::<u32>(1).unwrap();
         let pivot = T::few(4);
-        let cases: [(Predicate<T>, fn(&T, &T) -> bool); 6] = [
+        let cases: [(Predicate<T>, Holds<T>); 6] = [
             (Predicate::Less(pivot), |a, b| a < b),
             (Predicate::LessEqual(pivot), |a, b| a <= b),
             (Predicate::Greater(pivot), |a, b| a > b),

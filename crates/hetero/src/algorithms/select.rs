@@ -182,7 +182,7 @@ impl<D: Device> Algorithms<D> {
                 let bad = |why: &str| {
                     self.error("histogram", ErrorKind::Config, format!("even bins over [{lo}, {hi}): {why}"))
                 };
-                if !(lower < upper) {
+                if lower.partial_cmp(&upper) != Some(std::cmp::Ordering::Less) {
                     return Err(bad("the lower edge must be below the upper one"));
                 }
                 let Some(scale) = T::bin_scale(n_bins, lower, upper) else {
@@ -364,7 +364,7 @@ impl<D: Device> Algorithms<D> {
             // zeroed above, phase 1 writes state[0..tiles) and phase 2
             // reads prefixes[0..tiles), their exclusive scan.
             unsafe {
-                stream.launch(&built.select, config.clone(), &args)?;
+                stream.launch(&built.select, config, &args)?;
             }
         }
         Ok(())
