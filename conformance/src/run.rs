@@ -129,6 +129,7 @@ pub fn run_device(
             Workload::Pull => workloads::pull::run(&env),
             Workload::Wave => workloads::wave::run(&env),
             Workload::Bandwidth => workloads::bandwidth::run(&env),
+            Workload::Sort => workloads::sort::run(&env),
         };
         drop(phase);
         let records = match outcome {

@@ -1,4 +1,4 @@
-//! The five workloads. Each module holds its inputs, device run, float64
+//! The six workloads. Each module holds its inputs, device run, float64
 //! reference and comparison; kernels live in `hetero-kernels`.
 
 pub mod bandwidth;
@@ -6,6 +6,7 @@ pub mod grid;
 pub mod pull;
 pub mod reduce;
 pub mod scan;
+pub mod sort;
 pub mod split;
 pub mod wave;
 
@@ -41,7 +42,7 @@ impl Size {
     }
 }
 
-/// One of the five workloads.
+/// One of the six workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
@@ -55,12 +56,14 @@ pub enum Workload {
     Wave,
     /// Memory bandwidth: BabelStream's kernels, pinned and peer copies.
     Bandwidth,
+    /// Hits sorted, counted, selected and grouped by module.
+    Sort,
 }
 
 impl Workload {
     /// Every workload, in run order.
-    pub const ALL: [Workload; 5] =
-        [Workload::Reduce, Workload::Scan, Workload::Pull, Workload::Wave, Workload::Bandwidth];
+    pub const ALL: [Workload; 6] =
+        [Workload::Reduce, Workload::Scan, Workload::Pull, Workload::Wave, Workload::Bandwidth, Workload::Sort];
 
     /// Lowercase name.
     pub fn name(self) -> &'static str {
@@ -70,6 +73,7 @@ impl Workload {
             Workload::Pull => "pull",
             Workload::Wave => "wave",
             Workload::Bandwidth => "bandwidth",
+            Workload::Sort => "sort",
         }
     }
 }
