@@ -32,6 +32,9 @@ pub struct AlgorithmCost {
     /// The scan's elements per thread, where a sweep set them
     /// (`Algorithms::with_scan_items`); the defaults otherwise.
     pub scan_items: Option<u32>,
+    /// Billions of keys per second, for the sorts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gkeys: Option<f64>,
 }
 
 /// Every algorithm on every element type the device has, `elements` long;
@@ -54,11 +57,24 @@ pub fn run(ctx: &Context, elements: usize, rounds: usize, scan_items: &[u32]) ->
     if ctx.info().fp64 {
         measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     }
+    crate::sorting::measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    crate::sorting::measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    crate::sorting::measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    crate::sorting::measure::<u64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    crate::sorting::measure::<i64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    if ctx.info().fp64 {
+        crate::sorting::measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    }
     Ok(out)
 }
 
 /// Median device milliseconds of `f`, after one untimed call.
-fn time(ctx: &Context, stream: &Stream, rounds: usize, mut f: impl FnMut() -> hetero::Result<()>) -> Result<f64, Fail> {
+pub(crate) fn time(
+    ctx: &Context,
+    stream: &Stream,
+    rounds: usize,
+    mut f: impl FnMut() -> hetero::Result<()>,
+) -> Result<f64, Fail> {
     let (start, end) = (ctx.event()?, ctx.event()?);
     f()?;
     let mut ms = Vec::with_capacity(rounds);
@@ -74,7 +90,7 @@ fn time(ctx: &Context, stream: &Stream, rounds: usize, mut f: impl FnMut() -> he
 
 /// Zeroed input and output of `n` elements, and the device's copy of the
 /// one into the other (reads plus writes, GB/s), timed as the rows are.
-fn operands<T: Element>(
+pub(crate) fn operands<T: Element>(
     ctx: &Context,
     stream: &Stream,
     n: usize,
@@ -107,7 +123,7 @@ fn sweep<T: Element>(
 impl AlgorithmCost {
     /// `algorithm` on `n` elements of `T`, which must move `bytes`, in `ms`,
     /// against a copy at `copy_gbps`.
-    fn new<T: Element>(
+    pub(crate) fn new<T: Element>(
         algorithm: &'static str,
         n: usize,
         bytes: usize,
@@ -116,7 +132,16 @@ impl AlgorithmCost {
         scan_items: Option<u32>,
     ) -> Self {
         let gbps = bytes as f64 / (ms * 1e6);
-        Self { element: T::NAME, algorithm, elements: n, device_ms: ms, gbps, of_copy: gbps / copy_gbps, scan_items }
+        Self {
+            element: T::NAME,
+            algorithm,
+            elements: n,
+            device_ms: ms,
+            gbps,
+            of_copy: gbps / copy_gbps,
+            scan_items,
+            gkeys: None,
+        }
     }
 }
 

@@ -18,6 +18,7 @@ mod raw_cuda;
 mod raw_hip;
 #[cfg(feature = "opencl")]
 mod raw_opencl;
+mod sorting;
 mod threads;
 mod trait_path;
 mod typed;
@@ -579,14 +580,15 @@ fn print_table(result: &DeviceResult) {
     if !result.algorithms.is_empty() {
         println!("algorithms (hetero::algorithms; device time, median): fraction of the device's copy bandwidth");
         println!(
-            "{:<8} {:<16} {:>6} {:>12} {:>10} {:>9} {:>8}",
-            "element", "algorithm", "items", "elements", "ms", "GB/s", "of copy"
+            "{:<8} {:<16} {:>6} {:>12} {:>10} {:>9} {:>8} {:>8}",
+            "element", "algorithm", "items", "elements", "ms", "GB/s", "of copy", "Gkeys/s"
         );
         for a in &result.algorithms {
             let items = a.scan_items.map_or("-".to_string(), |i| i.to_string());
+            let keys = a.gkeys.map_or("-".to_string(), |k| format!("{k:.2}"));
             println!(
-                "{:<8} {:<16} {:>6} {:>12} {:>10.3} {:>9.1} {:>8.2}",
-                a.element, a.algorithm, items, a.elements, a.device_ms, a.gbps, a.of_copy
+                "{:<8} {:<16} {:>6} {:>12} {:>10.3} {:>9.1} {:>8.2} {:>8}",
+                a.element, a.algorithm, items, a.elements, a.device_ms, a.gbps, a.of_copy, keys
             );
         }
     }

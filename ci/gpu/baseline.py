@@ -8,8 +8,8 @@ the device's own copy (device to device, the bandwidth roof), the bandwidth
 workload's kernels and pinned copies each way, the f32 sum
 through torch and CuPy (CUB underneath), and the prefix sum of u32 counts
 through torch and CuPy (inclusive cumsum in int32, which moves the same
-bytes as hetero's exclusive scan), at the element count of `conform
---size`. The file is the `baseline` section of docs/report-schema.md;
+bytes as hetero's exclusive scan), and the sort workload's variants
+(`sort_workload`), at the element count of `conform --size`. The file is the `baseline` section of docs/report-schema.md;
 `conform --baseline` attaches it to the runs on this device with hetero's
 ratio to each figure.
 """
@@ -59,6 +59,36 @@ def bandwidth(n, dev, add):
     add("bandwidth", "torch copy_ pinned", timed(lambda: host.copy_(a, non_blocking=True)), word * n, "d2h")
 
 
+def sort_workload(n, dev, add):
+    """The sort workload's variants through torch and CuPy, on hits like
+    its own (modules in 0..4000, inner ones busier; exponential charges),
+    each with the bytes hetero's variant counts, so that the ratio is one
+    of times (conformance/src/workloads/sort.rs)."""
+    gen = torch.Generator(device=dev).manual_seed(54)
+    u = torch.rand(n, device=dev, generator=gen)
+    modules = (u * u * 4000).to(torch.int32)
+    charges = -torch.log(torch.rand(n, device=dev, generator=gen).clamp_min(1e-7)) * 15
+    kept = int((charges > 20).sum())
+    add("sort", "torch.sort int32 (stable)", timed(lambda: torch.sort(modules, stable=True)), 2 * 8 * n, "pairs")
+    add("sort", "torch.histc 256 bins", timed(lambda: torch.histc(charges, 256, 0.0, 100.0)), 4 * n, "histogram")
+    add("sort", "torch mask compaction", timed(lambda: charges[charges > 20]), 4 * (n + kept), "select")
+
+    def assoc():
+        torch.cumsum(torch.bincount(modules, minlength=4000), 0)
+        return torch.sort(modules, stable=True)
+
+    add("sort", "torch bincount+cumsum+sort", timed(assoc), 2 * 8 * n, "assoc")
+    try:
+        import cupy
+        cm, cq = cupy.from_dlpack(modules).view(cupy.uint32), cupy.from_dlpack(charges)
+        add("sort", "cupy.sort uint32 (CUB)", timed(lambda: cupy.sort(cm)), 2 * 4 * n, "keys")
+        add("sort", "cupy.argsort uint32", timed(lambda: cupy.argsort(cm)), 2 * 8 * n, "pairs")
+        add("sort", "cupy.histogram 256 bins", timed(lambda: cupy.histogram(cq, 256, (0.0, 100.0))), 4 * n, "histogram")
+        add("sort", "cupy mask compaction", timed(lambda: cq[cq > 20]), 4 * (n + kept), "select")
+    except Exception as e:  # CuPy is optional: torch's numbers still stand
+        print(f"skipped: cupy sort: {e}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", required=True)
@@ -84,6 +114,7 @@ def main():
     counts = torch.randint(0, 8, (n,), device=dev, dtype=torch.int32)
     add("scan", "torch.cumsum int32", timed(lambda: torch.cumsum(counts, 0, dtype=torch.int32)), 8 * n)
     bandwidth(BANDWIDTH_ELEMENTS[args.size], dev, add)
+    sort_workload(n, dev, add)
     try:
         import cupy
         cx = cupy.asarray(x)

@@ -29,7 +29,7 @@ cp target/release/multi-device "$out/bin/"
 
 # Test binaries: the API semantics tests (the same bodies CI runs on host
 # and PoCL) and the sticky-fault test (its own process).
-for test in api sticky_fault dialect collectives strict_float; do
+for test in api sticky_fault dialect collectives strict_float sorting; do
   cargo test --release --all-features -p hetero --test "$test" --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json, sys
 for line in sys.stdin:

@@ -188,8 +188,9 @@ impl<D: Device> Algorithms<D> {
                 let Some(scale) = T::bin_scale(n_bins, lower, upper) else {
                     return Err(bad("the range's width or bins / width is not a finite positive number"));
                 };
-                // (v - lower) * bins < (upper - lower) * bins must fit 64 bits.
-                if T::span(lower, upper).is_some_and(|span| span * n_bins as u128 > u128::from(u64::MAX)) {
+                // (v - lower) * bins, at most (upper - lower - 1) * bins,
+                // must fit 64 bits.
+                if T::span(lower, upper).is_some_and(|span| (span - 1) * n_bins as u128 > u128::from(u64::MAX)) {
                     return Err(bad("(upper - lower) * bins does not fit 64 bits; use fewer bins or a smaller range"));
                 }
                 Ok((1, lower, upper, scale))
