@@ -114,6 +114,8 @@ pub mod guide_doctests {
     pub struct SeveralDevices;
     #[doc = include_str!("../../../docs/guide/algorithms.md")]
     pub struct Algorithms;
+    #[doc = include_str!("../../../docs/guide/sorting.md")]
+    pub struct Sorting;
     #[doc = include_str!("../../../docs/guide/graphs.md")]
     pub struct Graphs;
     #[doc = include_str!("../../../docs/guide/profiling.md")]

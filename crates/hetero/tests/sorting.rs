@@ -20,6 +20,14 @@ fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
 }
 
+/// Prints a step to stderr where `HETERO_TEST_TRACE` is set: where a
+/// driver crashes the process, the last step printed says where.
+fn trace(step: impl FnOnce() -> String) {
+    if std::env::var_os("HETERO_TEST_TRACE").is_some() {
+        eprintln!("step: {}", step());
+    }
+}
+
 /// Lengths at and around the sort's tiles (4096 and 3072 keys, and halves
 /// of them where shared memory is short) and some random ones.
 fn lengths(rng: &mut ChaCha8Rng) -> Vec<usize> {
@@ -169,11 +177,13 @@ fn check_sort<K: Key>(
         std::any::type_name::<K>()
     );
 
+    trace(|| format!("sort, {what}"));
     let mut device = stream.upload(keys).unwrap();
     algorithms.sort(&stream, &mut device, &sort_order).unwrap();
     let got: Vec<u64> = stream.download(&device).unwrap().iter().map(|k| k.bits()).collect();
     same(&got, &want, &format!("sort, {what}"));
 
+    trace(|| format!("sort_pairs u32, {what}"));
     let mut device = stream.upload(keys).unwrap();
     let index: Vec<u32> = (0..keys.len() as u32).collect();
     let mut values = stream.upload(&index).unwrap();
@@ -183,6 +193,7 @@ fn check_sort<K: Key>(
     let got: Vec<usize> = stream.download(&values).unwrap().iter().map(|&v| v as usize).collect();
     same(&got, &order, &format!("sort_pairs values (u32), {what}"));
 
+    trace(|| format!("sort_pairs u64, {what}"));
     let mut device = stream.upload(keys).unwrap();
     let wide: Vec<u64> = (0..keys.len() as u64).map(|i| i << 32 | 0xdead).collect();
     let mut values = stream.upload(&wide).unwrap();
@@ -321,6 +332,7 @@ fn histograms_of<T: Counted + hetero::algorithms::Element>(ctx: &Context<AnyDevi
     let mut rng = ChaCha8Rng::seed_from_u64(541 + u64::from(T::WIDTH) + T::KIND as u64);
     // 20000 bins do not fit shared memory: global atomics.
     for (n, bins) in [(0, 3), (1, 1), (4097, 7), (100_000, 256), (30_000, 5000), (50_000, 20_000)] {
+        trace(|| format!("histogram of {n} {}, {bins} bins", std::any::type_name::<T>()));
         let values: Vec<T> = (0..n).map(|_| T::around(&mut rng, bins as u32 + 10)).collect();
         let input = stream.upload(&values).unwrap();
         let mut counts = stream.upload(&vec![7u32; bins]).unwrap();
@@ -347,6 +359,7 @@ fn selects_of<T: Counted + hetero::algorithms::Element>(ctx: &Context<AnyDevice>
     let mut rng = ChaCha8Rng::seed_from_u64(542 + u64::from(T::WIDTH) + T::KIND as u64);
     let bits = |v: &[T]| v.iter().map(|x| x.bits()).collect::<Vec<_>>();
     for n in lengths(&mut rng) {
+        trace(|| format!("selects of {n} {}", std::any::type_name::<T>()));
         let values: Vec<T> = (0..n).map(|_| T::around(&mut rng, 100)).collect();
         let input = stream.upload(&values).unwrap();
         let mut output = stream.alloc::<T>(n + 3).unwrap();

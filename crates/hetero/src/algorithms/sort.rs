@@ -280,11 +280,11 @@ impl<D: Device> Algorithms<D> {
                 if *phase == 2 {
                     self.scan(stream, state.slice(..tiles * RADIX)?, &mut places, super::ScanKind::Exclusive)?;
                 }
-                let digit_base =
-                    if phased { places.slice(..)? } else { hist.slice(p as usize * RADIX..(p as usize + 1) * RADIX)? };
+                let (digit_base, digit_at) = if phased { (places.slice(..)?, 0) } else { (hist.slice(..)?, p * 256) };
                 let state = state.slice_mut(..)?;
-                let tail: [Arg<'_, D>; 9] = [
+                let tail: [Arg<'_, D>; 10] = [
                     (&digit_base).into(),
+                    digit_at.into(),
                     (&state).into(),
                     n32.into(),
                     shift.into(),
@@ -318,7 +318,8 @@ impl<D: Device> Algorithms<D> {
                 // SAFETY: alg_sort_pass with exactly `tiles` blocks of
                 // `threads` reads n keys (values) from one buffer and writes
                 // a permutation of them to the other, both of n elements.
-                // Phase 0 reads digit_base[0..256) and touches state[0..1 +
+                // Phase 0 reads digit_base[digit_at..][..256) (within hist's
+                // passes * 256) and touches state[0..1 +
                 // tiles * 256), zeroed above; phase 1 writes state[0..tiles *
                 // 256); phase 2 reads digit_base[0..tiles * 256),
                 // the exclusive scan of phase 1's counts. On the host, one

@@ -85,6 +85,7 @@ pub(super) fn kernels(key_size: usize, value_size: usize) -> Vec<HostKernel> {
     };
     let pass = pass
         .slice::<u32>()
+        .scalar::<u32>()
         .slice_mut::<u32>()
         .scalar::<u32>()
         .scalar::<u32>()
@@ -156,18 +157,19 @@ fn offsets(block: &Block, args: &Args) -> Fault {
 }
 
 /// `alg_sort_pass(keys_in, keys_out, [values_in, values_out,] digit_base,
-/// state, n, shift, bits, kind, descending, phase, tiles)` over the whole
+/// digit_at, state, n, shift, bits, kind, descending, phase, tiles)` over the whole
 /// input, in phase 0 (the library's only one on the host).
 fn pass<K: Word, V: bytemuck::Pod + Send + Sync, const VALUES: bool>(block: &Block, args: &Args) -> Fault {
     one_block(block, "alg_sort_pass")?;
     let at = if VALUES { 4 } else { 2 };
-    let (n, shift, bits) = (args.u32(at + 2)? as usize, args.u32(at + 3)?, args.u32(at + 4)?);
-    let (kind, descending) = (args.u32(at + 5)?, args.u32(at + 6)? != 0);
-    if args.u32(at + 7)? != 0 {
+    let digit_at = args.u32(at + 1)? as usize;
+    let (n, shift, bits) = (args.u32(at + 3)? as usize, args.u32(at + 4)?, args.u32(at + 5)?);
+    let (kind, descending) = (args.u32(at + 6)?, args.u32(at + 7)? != 0);
+    if args.u32(at + 8)? != 0 {
         return Err("the host's alg_sort_pass runs phase 0 only".to_string());
     }
     let mut base = [0u32; RADIX];
-    args.slice::<u32>(at)?.read(0, &mut base)?;
+    args.slice::<u32>(at)?.read(digit_at, &mut base)?;
     let mut keys = vec![K::zeroed(); n];
     args.slice::<K>(0)?.read(0, &mut keys)?;
     let digits: Vec<u8> = keys.par_iter().map(|&k| digit(k, kind, descending, shift, bits) as u8).collect();
