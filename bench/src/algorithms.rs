@@ -32,6 +32,10 @@ pub struct AlgorithmCost {
     /// The scan's elements per thread, where a sweep set them
     /// (`Algorithms::with_scan_items`); the defaults otherwise.
     pub scan_items: Option<u32>,
+    /// Keys a thread of a sort pass holds, where a sweep set them
+    /// (`Algorithms::with_sort_items`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sort_items: Option<u32>,
     /// Billions of keys per second, for the sorts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gkeys: Option<f64>,
@@ -40,7 +44,13 @@ pub struct AlgorithmCost {
 /// Every algorithm on every element type the device has, `elements` long;
 /// then the scan of `u32` and `u64` with each of `scan_items` elements
 /// per thread (half as many for `u64`).
-pub fn run(ctx: &Context, elements: usize, rounds: usize, scan_items: &[u32]) -> Result<Vec<AlgorithmCost>, Fail> {
+pub fn run(
+    ctx: &Context,
+    elements: usize,
+    rounds: usize,
+    scan_items: &[u32],
+    sort_items: &[u32],
+) -> Result<Vec<AlgorithmCost>, Fail> {
     let stream = ctx.stream()?;
     let algorithms = Algorithms::new(ctx);
     let mut out = Vec::new();
@@ -48,6 +58,11 @@ pub fn run(ctx: &Context, elements: usize, rounds: usize, scan_items: &[u32]) ->
         let tuned = Algorithms::new(ctx).with_scan_items(items, (items / 2).max(1));
         sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
         sweep::<u64>(ctx, &stream, &tuned, elements, rounds, (items / 2).max(1), &mut out)?;
+    }
+    for &items in sort_items {
+        let tuned = Algorithms::new(ctx).with_sort_items(items, (items * 3 / 4).max(1));
+        crate::sorting::sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
+        crate::sorting::sweep::<u64>(ctx, &stream, &tuned, elements, rounds, (items * 3 / 4).max(1), &mut out)?;
     }
     measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
@@ -140,6 +155,7 @@ impl AlgorithmCost {
             gbps,
             of_copy: gbps / copy_gbps,
             scan_items,
+            sort_items: None,
             gkeys: None,
         }
     }

@@ -264,6 +264,10 @@ struct Cli {
     /// as many) with each of these elements per thread, comma-separated.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
     scan_items: Vec<u32>,
+    /// With `--algorithms-elements`: also the sort of u32 (and u64, with
+    /// three quarters as many) with each of these keys per thread.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=32))]
+    sort_items: Vec<u32>,
 }
 
 /// A peer-copy size: a positive multiple of 4 bytes.
@@ -325,7 +329,8 @@ fn main() -> ExitCode {
     }
     if cli.algorithms_elements > 0 {
         for ((_, ctx), result) in contexts.iter().zip(&mut results) {
-            match algorithms::run(ctx, cli.algorithms_elements as usize, usize::from(cli.rounds), &cli.scan_items) {
+            let (n, rounds) = (cli.algorithms_elements as usize, usize::from(cli.rounds));
+            match algorithms::run(ctx, n, rounds, &cli.scan_items, &cli.sort_items) {
                 Ok(costs) => result.algorithms = costs,
                 Err(e) => result.errors.push(format!("algorithms: {e}")),
             }
@@ -584,7 +589,7 @@ fn print_table(result: &DeviceResult) {
             "element", "algorithm", "items", "elements", "ms", "GB/s", "of copy", "Gkeys/s"
         );
         for a in &result.algorithms {
-            let items = a.scan_items.map_or("-".to_string(), |i| i.to_string());
+            let items = a.scan_items.or(a.sort_items).map_or("-".to_string(), |i| i.to_string());
             let keys = a.gkeys.map_or("-".to_string(), |k| format!("{k:.2}"));
             println!(
                 "{:<8} {:<16} {:>6} {:>12} {:>10.3} {:>9.1} {:>8.2} {:>8}",

@@ -88,6 +88,35 @@ macro_rules! random_float {
 random_float!(f32);
 random_float!(f64);
 
+/// The sort of `T` alone with `algorithms`' tuning (`items` keys a
+/// thread), against the copy.
+pub fn sweep<T: Random>(
+    ctx: &Context,
+    stream: &Stream,
+    algorithms: &Algorithms,
+    n: usize,
+    rounds: usize,
+    items: u32,
+    out: &mut Vec<AlgorithmCost>,
+) -> Result<(), Fail> {
+    let size = std::mem::size_of::<T>();
+    let (_, mut work, copy_gbps) = operands::<T>(ctx, stream, n, rounds)?;
+    let values: Vec<T> = (0..n as u64).map(T::random).collect();
+    let input = stream.upload(&values)?;
+    drop(values);
+    let copy_ms = time(ctx, stream, rounds, || stream.copy(&input, &mut work))?;
+    let ms = time(ctx, stream, rounds, || {
+        stream.copy(&input, &mut work)?;
+        algorithms.sort(stream, &mut work, &SortOrder::ascending())
+    })?;
+    let mut row = AlgorithmCost::new::<T>("sort", n, 2 * n * size, ms - copy_ms, copy_gbps, None);
+    row.sort_items = Some(items);
+    row.gkeys = Some(n as f64 / ((ms - copy_ms) * 1e6));
+    out.push(row);
+    stream.synchronize()?;
+    Ok(())
+}
+
 /// The rows of `T` at `n` elements.
 pub fn measure<T: Random>(
     ctx: &Context,

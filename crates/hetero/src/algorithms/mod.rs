@@ -117,6 +117,8 @@ pub struct Algorithms<D: Device = AnyDevice> {
     built: Mutex<Vec<Arc<Built<D>>>>,
     /// The sort kernels, per key and value width.
     sorts: Mutex<Vec<Arc<SortBuilt<D>>>>,
+    /// Keys each thread of a sort pass holds, for 4-byte and 8-byte keys.
+    sort_items: [u32; 2],
     /// The histogram and select kernels, per element type.
     selects: Mutex<Vec<Arc<SelectBuilt<D>>>>,
 }
@@ -138,6 +140,7 @@ impl<D: Device> Algorithms<D> {
             scan_items: SCAN_ITEMS,
             built: Mutex::new(Vec::new()),
             sorts: Mutex::new(Vec::new()),
+            sort_items: sort::SORT_ITEMS,
             selects: Mutex::new(Vec::new()),
         }
     }
@@ -183,6 +186,17 @@ impl<D: Device> Algorithms<D> {
     #[must_use]
     pub fn with_scan_items(mut self, four_byte: u32, eight_byte: u32) -> Self {
         self.scan_items = [four_byte.clamp(1, 64), eight_byte.clamp(1, 64)];
+        self
+    }
+
+    /// Tunes the sort: keys each thread of a pass holds, for 4-byte and for
+    /// 8-byte keys (defaults in [`Self::sort`]'s docs; fewer where the
+    /// device's shared memory per block needs it). A tile is 256 times that:
+    /// larger tiles mean fewer tiles to look back over, but more registers
+    /// a thread and fewer blocks resident at once.
+    #[must_use]
+    pub fn with_sort_items(mut self, four_byte: u32, eight_byte: u32) -> Self {
+        self.sort_items = [four_byte.clamp(1, 32), eight_byte.clamp(1, 32)];
         self
     }
 

@@ -21,7 +21,7 @@ const RADIX: usize = 256;
 const SORT_THREADS: u32 = 256;
 /// Keys a thread holds for 4-byte and 8-byte keys: tiles of 4096 and 3072
 /// keys at 256 threads.
-const SORT_ITEMS: [u32; 2] = [16, 12];
+pub(super) const SORT_ITEMS: [u32; 2] = [16, 12];
 /// Static shared memory of `alg_sort_pass` besides the tile, in bytes.
 const SORT_STATIC: usize = (8 * RADIX + 2 * RADIX + 1) * 4;
 
@@ -133,7 +133,8 @@ impl<D: Device> Algorithms<D> {
     /// Sorts `keys` in place, stably, in stream order: ascending or
     /// descending, by every bit or a range of bits ([`SortOrder`]). At
     /// most [`MAX_SORT_LEN`] keys; temporary storage of the keys' size
-    /// comes from the stream's allocator.
+    /// comes from the stream's allocator. A pass's threads hold 16 keys of
+    /// 4 bytes or 12 of 8 ([`Self::with_sort_items`]).
     ///
     /// ```
     /// # fn main() -> hetero::Result<()> {
@@ -342,7 +343,7 @@ impl<D: Device> Algorithms<D> {
     /// threads a block.
     fn build_sort(&self, key_size: usize, value_size: usize, threads: u32) -> Result<Arc<SortBuilt<D>>> {
         let info = self.ctx.info();
-        let mut items = SORT_ITEMS[usize::from(key_size > 4)];
+        let mut items = self.sort_items[usize::from(key_size > 4)];
         let wide = key_size.max(value_size);
         while items > 1 && threads as usize * items as usize * wide + SORT_STATIC > info.shared_memory_per_block {
             items /= 2;
