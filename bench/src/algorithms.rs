@@ -44,13 +44,7 @@ pub struct AlgorithmCost {
 /// Every algorithm on every element type the device has, `elements` long;
 /// then the scan of `u32` and `u64` with each of `scan_items` elements
 /// per thread (half as many for `u64`).
-pub fn run(
-    ctx: &Context,
-    elements: usize,
-    rounds: usize,
-    scan_items: &[u32],
-    sort_items: &[u32],
-) -> Result<Vec<AlgorithmCost>, Fail> {
+pub fn run(ctx: &Context, elements: usize, rounds: usize, scan_items: &[u32]) -> Result<Vec<AlgorithmCost>, Fail> {
     let stream = ctx.stream()?;
     let algorithms = Algorithms::new(ctx);
     let mut out = Vec::new();
@@ -59,11 +53,6 @@ pub fn run(
         sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
         sweep::<u64>(ctx, &stream, &tuned, elements, rounds, (items / 2).max(1), &mut out)?;
     }
-    for &items in sort_items {
-        let tuned = Algorithms::new(ctx).with_sort_items(items, (items * 3 / 4).max(1));
-        crate::sorting::sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
-        crate::sorting::sweep::<u64>(ctx, &stream, &tuned, elements, rounds, (items * 3 / 4).max(1), &mut out)?;
-    }
     measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
@@ -71,14 +60,6 @@ pub fn run(
     measure::<i64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     if ctx.info().fp64 {
         measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    }
-    crate::sorting::measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    crate::sorting::measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    crate::sorting::measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    crate::sorting::measure::<u64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    crate::sorting::measure::<i64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
-    if ctx.info().fp64 {
-        crate::sorting::measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
     }
     Ok(out)
 }

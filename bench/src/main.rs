@@ -330,9 +330,13 @@ fn main() -> ExitCode {
     if cli.algorithms_elements > 0 {
         for ((_, ctx), result) in contexts.iter().zip(&mut results) {
             let (n, rounds) = (cli.algorithms_elements as usize, usize::from(cli.rounds));
-            match algorithms::run(ctx, n, rounds, &cli.scan_items, &cli.sort_items) {
+            match algorithms::run(ctx, n, rounds, &cli.scan_items) {
                 Ok(costs) => result.algorithms = costs,
                 Err(e) => result.errors.push(format!("algorithms: {e}")),
+            }
+            match sorting::run(ctx, n, rounds, &cli.sort_items) {
+                Ok(costs) => result.algorithms.extend(costs),
+                Err(e) => result.errors.push(format!("sorting: {e}")),
             }
         }
     }

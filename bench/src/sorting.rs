@@ -88,9 +88,33 @@ macro_rules! random_float {
 random_float!(f32);
 random_float!(f64);
 
+/// The sort of `u32` and `u64` with each of `sort_items` keys a thread
+/// (three quarters as many for `u64`), then every row of every key type
+/// the device has, `elements` long.
+pub fn run(ctx: &Context, elements: usize, rounds: usize, sort_items: &[u32]) -> Result<Vec<AlgorithmCost>, Fail> {
+    let stream = ctx.stream()?;
+    let algorithms = Algorithms::new(ctx);
+    let mut out = Vec::new();
+    for &items in sort_items {
+        let wide = (items * 3 / 4).max(1);
+        let tuned = Algorithms::new(ctx).with_sort_items(items, wide);
+        sweep::<u32>(ctx, &stream, &tuned, elements, rounds, items, &mut out)?;
+        sweep::<u64>(ctx, &stream, &tuned, elements, rounds, wide, &mut out)?;
+    }
+    measure::<u32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<i32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<f32>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<u64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    measure::<i64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    if ctx.info().fp64 {
+        measure::<f64>(ctx, &stream, &algorithms, elements, rounds, &mut out)?;
+    }
+    Ok(out)
+}
+
 /// The sort of `T` alone with `algorithms`' tuning (`items` keys a
 /// thread), against the copy.
-pub fn sweep<T: Random>(
+fn sweep<T: Random>(
     ctx: &Context,
     stream: &Stream,
     algorithms: &Algorithms,
@@ -118,7 +142,7 @@ pub fn sweep<T: Random>(
 }
 
 /// The rows of `T` at `n` elements.
-pub fn measure<T: Random>(
+fn measure<T: Random>(
     ctx: &Context,
     stream: &Stream,
     algorithms: &Algorithms,

@@ -316,15 +316,12 @@ impl<D: Device> Algorithms<D> {
                     }
                 }
                 args.extend(tail);
-                // SAFETY: alg_sort_pass with exactly `tiles` blocks of
-                // `threads` reads n keys (values) from one buffer and writes
-                // a permutation of them to the other, both of n elements.
-                // Phase 0 reads digit_base[digit_at..][..256) (within hist's
-                // passes * 256) and touches state[0..1 +
-                // tiles * 256), zeroed above; phase 1 writes state[0..tiles *
-                // 256); phase 2 reads digit_base[0..tiles * 256),
-                // the exclusive scan of phase 1's counts. On the host, one
-                // block takes the whole input.
+                // SAFETY: with exactly `tiles` blocks it reads n keys (values)
+                // and writes a permutation of them, both buffers n long.
+                // Phase 0 reads digit_base[digit_at..][..256) (in hist) and
+                // uses state[0..1 + tiles * 256), zeroed; phase 1 writes
+                // state[..tiles * 256); phase 2 reads digit_base[..tiles *
+                // 256), the scan of those. The host runs one block.
                 unsafe {
                     stream.launch(&built.pass, LaunchConfig::linear(tiles as u32, threads, shared), &args)?;
                 }
