@@ -170,12 +170,19 @@ fn scan_piece<T: Element>(part: &mut [T], running: T, zero: T) -> T {
     offset
 }
 
+/// The error of a host kernel the library launches as one block over the
+/// whole input, when it is launched otherwise.
+pub(super) fn one_block(block: &Block, name: &str) -> Fault {
+    if block.grid() != [1, 1, 1] {
+        return Err(format!("the host's {name} runs as one block, not a grid of {:?}", block.grid()));
+    }
+    Ok(())
+}
+
 /// `alg_scan(in, out, state, n, items, exclusive, identity)`, as one
 /// block over the whole input.
 fn scan<T: Element>(block: &Block, args: &Args) -> Fault {
-    if block.grid() != [1, 1, 1] {
-        return Err(format!("the host's alg_scan runs as one block, not a grid of {:?}", block.grid()));
-    }
+    one_block(block, "alg_scan")?;
     let n = args.u32(3)? as usize;
     let exclusive = args.u32(4)? != 0;
     let zero = args.scalar::<T>(5)?;

@@ -6,6 +6,7 @@
 use rayon::prelude::*;
 
 use super::Element;
+use super::host::one_block;
 use crate::host_kernel::{Args, Block, Fault, HostKernel};
 
 /// Elements counted or tested in one piece.
@@ -48,13 +49,6 @@ pub(super) fn kernels<T: Element>() -> Vec<HostKernel> {
             .scalar::<u32>()
             .scalar::<u32>(),
     ]
-}
-
-fn one_block(block: &Block, name: &str) -> Fault {
-    if block.grid() != [1, 1, 1] {
-        return Err(format!("the host's {name} runs as one block, not a grid of {:?}", block.grid()));
-    }
-    Ok(())
 }
 
 /// `alg_histogram(in, counts, n, bins, mode, private_bins, lower, upper, scale)`.

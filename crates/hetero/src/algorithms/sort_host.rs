@@ -5,6 +5,7 @@
 
 use rayon::prelude::*;
 
+use super::host::one_block;
 use crate::host_kernel::{Args, Block, Fault, HostKernel, KernelFn};
 
 /// Digits of a pass.
@@ -95,14 +96,6 @@ pub(super) fn kernels(key_size: usize, value_size: usize) -> Vec<HostKernel> {
         .scalar::<u32>()
         .scalar::<u32>();
     vec![histogram, offsets, pass]
-}
-
-/// The error of a kernel the library launches as one block.
-fn one_block(block: &Block, name: &str) -> Fault {
-    if block.grid() != [1, 1, 1] {
-        return Err(format!("the host's {name} runs as one block, not a grid of {:?}", block.grid()));
-    }
-    Ok(())
 }
 
 /// `alg_sort_histogram(keys, hist, n, begin, end, passes, kind, descending)`.
