@@ -32,7 +32,7 @@ pub struct Cli {
     /// runs every compiled-in backend whose runtime is present.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "auto")]
     pub backend: Vec<Choice>,
-    /// Workloads to run, comma-separated.
+    /// Workloads to run, comma-separated (`sort` runs when named).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "reduce,scan,pull,wave,bandwidth")]
     pub workload: Vec<Workload>,
     /// Problem size.
