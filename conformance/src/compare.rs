@@ -36,6 +36,14 @@ pub enum Change {
     },
     /// The old report has it, the new one does not.
     Missing,
+    /// In the new report its output differs from its peer's, a device of
+    /// the same backend and model (node health).
+    Disagrees {
+        /// The peer.
+        against: String,
+        /// Largest absolute difference, where the shapes match.
+        max_abs: Option<f64>,
+    },
 }
 
 /// One flagged result.
@@ -58,6 +66,8 @@ impl Flag {
             }
             Change::Verdict { old, new } => format!("{} -> {}", verdict(*old), verdict(*new)),
             Change::Missing => "in the old report only".into(),
+            Change::Disagrees { against, max_abs: Some(abs) } => format!("differs from its peer {against} by {abs:e}"),
+            Change::Disagrees { against, max_abs: None } => format!("differs from its peer {against} in shape"),
         }
     }
 }
@@ -151,6 +161,9 @@ pub fn compare(old: &Report, new: &Report, threshold: f64) -> Result<Comparison,
             if was.passed != now.passed {
                 flags.push(flag(Change::Verdict { old: was.passed, new: now.passed }));
             }
+            if let Some(peer) = now.peer.as_ref().filter(|p| !p.agree) {
+                flags.push(flag(Change::Disagrees { against: peer.against.clone(), max_abs: peer.max_abs }));
+            }
             if let (Some(old_ms), Some(new_ms)) = (was.device_ms, now.device_ms)
                 && old_ms > 0.0
                 && new_ms > old_ms * (1.0 + threshold)
@@ -169,7 +182,7 @@ impl Comparison {
         let mut blocks = vec![
             Block::Title("Regressions".into()),
             Block::Text(format!(
-                "{} results paired; {} flagged (times more than {:.0}% longer, changed verdicts, missing results).",
+                "{} results paired; {} flagged (times more than {:.0}% longer, changed verdicts, missing results, outputs that differ from a peer of the same model).",
                 self.paired,
                 self.flags.len(),
                 self.threshold * 100.0
@@ -239,6 +252,7 @@ mod tests {
             deterministic: false,
             runs: vec![run],
             unavailable: Vec::new(),
+            node_health: Vec::new(),
         }
     }
 
@@ -288,5 +302,39 @@ mod tests {
         for bad in ["-0.1", "x", "NaN", "inf", ""] {
             assert!(threshold(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Node health as data: a device whose output differs from its
+    /// peer's is listed in the report's health, fails the report, and is
+    /// flagged by `report compare` even when it failed before too.
+    #[test]
+    fn devices_that_disagree_are_data_a_job_can_read() {
+        use crate::report::PeerCheck;
+        let check = |agree: bool| PeerCheck {
+            against: "cuda (GPU #0)".into(),
+            max_abs: Some(if agree { 0.0 } else { 0.5 }),
+            max_rel: None,
+            allowed: 0.0,
+            agree,
+            time_ratio: Some(1.5),
+        };
+        let mut first = result("a", 1.0, true);
+        first.peer = Some(check(true));
+        let mut second = result("b", 1.0, false);
+        second.peer = Some(check(false));
+        let mut new = report(vec![first, second]);
+        new.runs[0].device.ordinal = 1;
+        let health = new.health();
+        assert_eq!(health.len(), 1);
+        assert_eq!((health[0].device, health[0].compared), (1, 2));
+        assert_eq!(health[0].disagree, ["reduce/b"]);
+        assert_eq!(health[0].time_ratio, Some(1.5));
+        assert!(!new.passed(), "conform exits 1");
+        let old = new.clone();
+        let found = compare(&old, &new, DEFAULT_THRESHOLD).expect("comparable");
+        let flagged: Vec<&Change> = found.flags.iter().map(|f| &f.change).collect();
+        assert_eq!(flagged, [&Change::Disagrees { against: "cuda (GPU #0)".into(), max_abs: Some(0.5) }]);
+        let json = serde_json::to_string(&Report { node_health: health, ..new }).expect("json");
+        assert!(json.contains("\"node_health\"") && json.contains("\"disagree\":[\"reduce/b\"]"), "{json}");
     }
 }

@@ -168,8 +168,10 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         deterministic: cli.deterministic,
         runs,
         unavailable,
+        node_health: Vec::new(),
     };
     report.flag_slow_devices(cli.slow_threshold);
+    report.node_health = report.health();
     say(table::render(&report));
     let total = report.runs.iter().map(|r| r.results.len()).sum::<usize>();
     let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();

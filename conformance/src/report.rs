@@ -28,6 +28,10 @@ pub struct Report {
     pub runs: Vec<Run>,
     /// Backends that were asked for (or probed by `auto`) but could not run.
     pub unavailable: Vec<Unavailable>,
+    /// Node health: each device against its peer, the first device of its
+    /// backend and model ([`Report::health`]); empty with one device a model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_health: Vec<NodeHealth>,
 }
 
 /// The results of one device.
@@ -166,6 +170,10 @@ pub struct ResultRecord {
     /// (a balanced wave's snapshot interval, chosen per device, differs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_compared: Option<String>,
+    /// This output and time against its peer's (the first device of its
+    /// backend and model), where it has one (node health).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerCheck>,
     /// This device's time over the median of its peers' (devices of the
     /// same backend and model in the report), where it is at least the
     /// slowness threshold above 1 ([`Report::flag_slow_devices`]).
@@ -194,6 +202,49 @@ fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
+/// One output of a device against the same output of its peer, a device
+/// of the same backend and model: they must agree (node health).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PeerCheck {
+    /// The peer, as `backend (device #index)`.
+    pub against: String,
+    /// Largest absolute element difference (`null` if not finite, or when
+    /// the shapes differ).
+    pub max_abs: Option<f64>,
+    /// Largest relative element difference (`null` if not finite).
+    pub max_rel: Option<f64>,
+    /// The largest absolute difference two correct outputs may have: 0
+    /// for a deterministic variant, the spread of an atomic sum.
+    pub allowed: f64,
+    /// Whether the two agree (within `allowed`, of one shape).
+    pub agree: bool,
+    /// This device's time over the peer's, where both were timed.
+    pub time_ratio: Option<f64>,
+}
+
+/// A device against its peer over every output they both gave: what a CI
+/// job reads to judge a node (`conform` fails when `disagree` is not empty).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeHealth {
+    /// Backend name.
+    pub backend: String,
+    /// The model both are.
+    pub model: String,
+    /// The device's index in its backend.
+    pub device: usize,
+    /// The peer, as `backend (device #index)`.
+    pub against: String,
+    /// Outputs compared.
+    pub compared: usize,
+    /// `workload/variant` of each output that differs from the peer's.
+    pub disagree: Vec<String>,
+    /// The median over its results of its time over the peer's.
+    pub time_ratio: Option<f64>,
+    /// Whether the device was flagged slower than its peers
+    /// ([`Report::flag_slow_devices`]).
+    pub slow: bool,
+}
+
 impl ResultRecord {
     /// The record of a workload outcome.
     pub fn from_outcome(workload: Workload, size: Size, outcome: &Outcome) -> Self {
@@ -209,6 +260,7 @@ impl ResultRecord {
             note: outcome.note.clone(),
             digest: outcome.output.as_ref().map(crate::workloads::Output::digest),
             comparison: None,
+            peer: None,
             not_compared: None,
             slower_than_peers: None,
             intervals: outcome.intervals.clone(),
@@ -230,6 +282,7 @@ impl ResultRecord {
             note: Some(reason),
             digest: None,
             comparison: None,
+            peer: None,
             not_compared: None,
             slower_than_peers: None,
             intervals: Vec::new(),
@@ -405,6 +458,34 @@ impl Report {
     pub fn device_label(&self, run: &Run) -> String {
         let same = self.runs.iter().filter(|r| r.backend == run.backend).count();
         if same > 1 { format!("{} #{}", run.device.name, run.device.ordinal) } else { run.device.name.clone() }
+    }
+
+    /// Node health: for each run whose results were checked against a
+    /// peer, what agreed, what did not, and how its times compare.
+    pub fn health(&self) -> Vec<NodeHealth> {
+        self.runs
+            .iter()
+            .filter_map(|run| {
+                let checks: Vec<(&ResultRecord, &PeerCheck)> =
+                    run.results.iter().filter_map(|r| r.peer.as_ref().map(|p| (r, p))).collect();
+                let (_, first) = checks.first()?;
+                let ratios = checks.iter().filter_map(|(_, p)| p.time_ratio).filter(|r| r.is_finite()).collect();
+                Some(NodeHealth {
+                    backend: run.backend.clone(),
+                    model: run.device.name.clone(),
+                    device: run.device.ordinal,
+                    against: first.against.clone(),
+                    compared: checks.len(),
+                    disagree: checks
+                        .iter()
+                        .filter(|(_, p)| !p.agree)
+                        .map(|(r, _)| format!("{}/{}", r.workload.name(), r.variant))
+                        .collect(),
+                    time_ratio: finite(median(ratios)),
+                    slow: run.results.iter().any(|r| r.slower_than_peers.is_some()),
+                })
+            })
+            .collect()
     }
 
     /// `true` when at least one result exists and all passed.

@@ -5,7 +5,7 @@ use hetero::Context;
 use std::collections::HashMap;
 
 use crate::dump::Dump;
-use crate::report::{Comparison, DeviceReport, ResultRecord, Run};
+use crate::report::{Comparison, DeviceReport, PeerCheck, ResultRecord, Run};
 use crate::workloads::{self, Env, Output, Size, Workload};
 
 /// What to run.
@@ -41,6 +41,8 @@ struct Peer {
     label: String,
     name: String,
     outputs: HashMap<(Workload, String), Output>,
+    /// Device times of the same results, ms, where timed.
+    times: HashMap<(Workload, String), f64>,
 }
 
 impl Peer {
@@ -115,7 +117,10 @@ pub fn run_device(
     let backend_first = !baseline.firsts.contains_key(&backend);
     if backend_first {
         let label = format!("{} ({} #{})", info.backend, info.name, info.ordinal);
-        baseline.firsts.insert(backend.clone(), Peer { label, name: info.name.clone(), outputs: HashMap::new() });
+        baseline.firsts.insert(
+            backend.clone(),
+            Peer { label, name: info.name.clone(), outputs: HashMap::new(), times: HashMap::new() },
+        );
     }
     if first {
         baseline.first_backend = Some(backend.clone());
@@ -221,7 +226,10 @@ fn record(
     }
     // Its peer: its backend's first device, where that is of its model.
     let peer_device = baseline.firsts.get(device.backend).filter(|p| !device.backend_first && p.name == device.name);
-    let peer = peer_device.and_then(|p| p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output))));
+    let peer = peer_device.and_then(|p| {
+        let time_ratio = p.times.get(&key).zip(record.device_ms).map(|(theirs, mine)| mine / theirs);
+        p.outputs.get(&key).map(|o| (p.label.clone(), o.difference(&output), time_ratio.filter(|r| r.is_finite())))
+    });
     if peer.is_none()
         && let Some(p) = peer_device
         && first_of_run.is_none_or(|f| f.label != p.label)
@@ -231,9 +239,17 @@ fn record(
     if !skipped.is_empty() {
         record.not_compared = Some(skipped.join("; "));
     }
-    if let Some((label, difference)) = peer {
+    if let Some((label, difference, time_ratio)) = peer {
         // Exactly, or as far as two correct outputs may differ.
         let allowed = outcome.spread;
+        record.peer = Some(PeerCheck {
+            against: label.clone(),
+            max_abs: difference.and_then(|(abs, _)| finite(abs)),
+            max_rel: difference.and_then(|(_, rel)| finite(rel)),
+            allowed,
+            agree: difference.is_some_and(|(abs, _)| abs <= allowed),
+            time_ratio,
+        });
         match difference {
             Some((abs, _)) if abs <= allowed => {}
             Some((abs, _)) => {
@@ -251,6 +267,9 @@ fn record(
     if device.backend_first
         && let Some(first) = baseline.firsts.get_mut(device.backend)
     {
+        if let Some(ms) = record.device_ms {
+            first.times.insert(key.clone(), ms);
+        }
         first.outputs.insert(key, output);
     }
     record
@@ -280,7 +299,12 @@ mod tests {
     #[test]
     fn devices_of_one_model_must_agree() {
         let mut baseline = Baseline { first_backend: Some("host".into()), ..Baseline::default() };
-        let peer = Peer { label: "host (cpu #0)".into(), name: "cpu".into(), outputs: Default::default() };
+        let peer = Peer {
+            label: "host (cpu #0)".into(),
+            name: "cpu".into(),
+            outputs: Default::default(),
+            times: Default::default(),
+        };
         baseline.firsts.insert("host".into(), peer);
         let first = Device { backend: "host", name: "cpu", first: true, backend_first: true, exact: false };
         let later = Device { first: false, backend_first: false, ..first };
@@ -292,7 +316,11 @@ mod tests {
         }
         let same = record(Workload::Reduce, size, outcome("exact", 1.0, 0.0), None, later, &mut baseline);
         assert!(same.passed, "{:?}", same.note);
+        let same_peer = same.peer.expect("compared with its peer, as data");
+        assert!(same_peer.agree && same_peer.max_abs == Some(0.0) && same_peer.time_ratio == Some(1.0));
         let differs = record(Workload::Reduce, size, outcome("exact", 1.0001, 0.0), None, later, &mut baseline);
+        let peer = differs.peer.clone().expect("compared with its peer");
+        assert!(!peer.agree && peer.allowed == 0.0 && peer.max_abs.is_some_and(|d| d > 0.0), "{peer:?}");
         assert!(!differs.passed && differs.note.is_some_and(|n| n.contains("differs from its peer")));
         let close = record(Workload::Reduce, size, outcome("atomic", 1.001, 2e-3), None, later, &mut baseline);
         assert!(close.passed, "within the spread, beyond twice the verdict's tolerance: {:?}", close.note);
@@ -310,7 +338,12 @@ mod tests {
     #[test]
     fn devices_compare_only_runs_of_one_schedule() {
         let mut baseline = Baseline { first_backend: Some("cuda".into()), ..Baseline::default() };
-        let peer = Peer { label: "cuda (H200 #0)".into(), name: "H200".into(), outputs: Default::default() };
+        let peer = Peer {
+            label: "cuda (H200 #0)".into(),
+            name: "H200".into(),
+            outputs: Default::default(),
+            times: Default::default(),
+        };
         baseline.firsts.insert("cuda".into(), peer);
         let first = Device { backend: "cuda", name: "H200", first: true, backend_first: true, exact: false };
         let later = Device { first: false, backend_first: false, ..first };
@@ -336,7 +369,12 @@ mod tests {
     #[test]
     fn the_deterministic_mode_wants_the_same_bits_everywhere() {
         let mut baseline = Baseline { first_backend: Some("host".into()), ..Baseline::default() };
-        let peer = Peer { label: "host (cpu #0)".into(), name: "cpu".into(), outputs: Default::default() };
+        let peer = Peer {
+            label: "host (cpu #0)".into(),
+            name: "cpu".into(),
+            outputs: Default::default(),
+            times: Default::default(),
+        };
         baseline.firsts.insert("host".into(), peer);
         let first = Device { backend: "host", name: "cpu", first: true, backend_first: true, exact: true };
         let gpu = Device { backend: "cuda", name: "H100", first: false, backend_first: true, exact: true };

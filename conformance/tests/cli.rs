@@ -820,6 +820,18 @@ fn every_device_of_a_backend_runs() {
     assert_eq!(ordinals, [0, 1]);
     let compared = &report["runs"][1]["results"][0]["comparison"];
     assert_eq!(compared["max_abs"], 0.0, "two-pass sums agree exactly across devices: {compared}");
+    // Node health as data: device 1 against its peer, device 0, per output
+    // and in sum.
+    let peer = &report["runs"][1]["results"][0]["peer"];
+    assert_eq!(peer["agree"], true, "{peer}");
+    assert!(peer["against"].as_str().is_some_and(|a| a.contains("#0")), "{peer}");
+    assert!(report["runs"][0]["results"][0].get("peer").is_none(), "the peer itself has none");
+    let health = report["node_health"].as_array().expect("node_health in the JSON report");
+    assert_eq!(health.len(), 1, "{health:?}");
+    assert_eq!(health[0]["device"], 1);
+    assert!(health[0]["compared"].as_u64().is_some_and(|n| n > 0), "{health:?}");
+    assert_eq!(health[0]["disagree"], serde_json::json!([]));
+    assert!(health[0]["time_ratio"].as_f64().is_some_and(|r| r > 0.0), "{health:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("#1  reduce"), "{}", String::from_utf8_lossy(&out.stdout));
     let out = conform_with_host_devices("3", &["--backend", "host", "--device", "2,0", "--workload", "reduce"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -417,7 +417,9 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             _ => return Err(Failure::Internal("the sync run kept no snapshots".into())),
         };
         let overlapped_ms = outcomes.iter().find(|o| o.variant == Variant::EventSync.name()).and_then(|o| o.device_ms);
-        let single = super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms, overlapped_ms };
+        let best_ms = outcomes.iter().filter_map(|o| o.device_ms).reduce(f64::min);
+        let single =
+            super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms, overlapped_ms, best_ms };
         outcomes.extend(super::split::run(env, g, &source, &expect, tolerance(g, peak), &single)?);
     }
     if env.tuning.deterministic {

@@ -87,8 +87,8 @@ pub use bytemuck::{Pod, Zeroable};
 pub use safe::{
     ALLOCATOR_ENV, AllocatorMode, AllocatorOptions, AllocatorStats, Arg, Buffer, Completion, Context, DeviceBuffer,
     DeviceSlice, DeviceSliceMut, Event, Graph, GraphArg, GraphBuffer, GraphEvent, GraphSlice, GraphStream, Kernel,
-    KindStats, MemoryKind, Module, Node, PinnedBuffer, PinnedSlice, PinnedSliceMut, Recorder, Slice, SliceMut, Stream,
-    UserEvent,
+    KindStats, MemoryKind, Module, Node, OnDevice, Pinned, PinnedBuffer, PinnedSlice, PinnedSliceMut, Recorder, Slice,
+    SliceMut, Stream, UserEvent,
 };
 
 /// Portable kernel sources, re-exported so downstream crates need one dependency.

@@ -110,6 +110,12 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
     }
 
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        self.bounds_within(range, self.len)
+    }
+
+    /// `range` of a view of `len` elements (at most the buffer's) as its
+    /// start and length within that view; an error when out of bounds.
+    fn bounds_within(&self, range: impl RangeBounds<usize>, len: usize) -> Result<(usize, usize)> {
         let start = match range.start_bound() {
             Bound::Included(&s) => Some(s),
             Bound::Excluded(&s) => s.checked_add(1),
@@ -118,18 +124,18 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
         let end = match range.end_bound() {
             Bound::Included(&e) => e.checked_add(1),
             Bound::Excluded(&e) => Some(e),
-            Bound::Unbounded => Some(self.len),
+            Bound::Unbounded => Some(len),
         };
         match (start, end) {
-            (Some(s), Some(e)) if s <= e && e <= self.len => Ok((s, e - s)),
+            (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e - s)),
             _ => Err(Error::new(
                 self.device.info().backend,
                 "slice",
                 ErrorKind::OutOfBounds,
                 format!(
-                    "element range {} is outside a buffer of {} elements",
+                    "element range {} is outside a {} of {len} elements",
                     show_range(range.start_bound(), range.end_bound()),
-                    self.len
+                    if len == self.len { "buffer" } else { "slice" }
                 ),
             )),
         }
@@ -363,6 +369,20 @@ impl<'a, T: Pod, K, D: Device> SliceMut<'a, T, K, D> {
 
     pub(crate) fn view(&self) -> View<'_, D> {
         view_of(self.buf, self.offset, self.len, Access::Write)
+    }
+
+    /// A read-only view of `range` of the slice's elements (counted from
+    /// its start); an error when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<Slice<'_, T, K, D>> {
+        let (offset, len) = self.buf.bounds_within(range, self.len)?;
+        Ok(Slice { buf: self.buf, offset: self.offset + offset, len })
+    }
+
+    /// A writable view of `range` of the slice's elements (counted from its
+    /// start), for as long as `self` is borrowed; an error when out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<SliceMut<'_, T, K, D>> {
+        let (offset, len) = self.buf.bounds_within(range, self.len)?;
+        Ok(SliceMut { buf: self.buf, offset: self.offset + offset, len, _exclusive: PhantomData })
     }
 
     /// The same elements, writable for as long as `self` is borrowed: to

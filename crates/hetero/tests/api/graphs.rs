@@ -131,6 +131,37 @@ pub fn rebinding_changes_the_buffer_of_later_replays(ctx: &Context) {
     assert_eq!(stream.download(&short).unwrap(), vec![0; 255]);
 }
 
+/// Several writable bindings at once, between replays: a kernel that
+/// reads two bound buffers and writes a third launches on views of them,
+/// and its uses are ordered with the replays' (the wave split's interior
+/// step). One binding asked for twice, or a read-only one, is refused.
+pub fn several_bindings_are_lent_at_once(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let (mut x, mut y) = (stream.upload(&[1u32; 256]).unwrap(), stream.upload(&[5u32; 256]).unwrap());
+    let source = stream.upload(&[4u32; 256]).unwrap();
+    let mut rec = ctx.recorder();
+    let (gx, gy) = (rec.bind_mut(&mut x).unwrap(), rec.bind_mut(&mut y).unwrap());
+    let gs = rec.bind(&source).unwrap();
+    let s = rec.stream();
+    record_affine(&mut rec, s, &kernel, gx, 2, 1).unwrap();
+    let mut graph = rec.finish().unwrap();
+    graph.replay(&stream).unwrap();
+    assert_eq!(kind(graph.get_disjoint_mut([gx, gx])), ErrorKind::InvalidHandle, "one binding twice");
+    assert_eq!(kind(graph.get_disjoint_mut([gx, gs])), ErrorKind::InvalidHandle, "a read-only binding");
+    let [mut vx, mut vy] = graph.get_disjoint_mut([gx, gy]).unwrap();
+    let other_stream = ctx.stream().unwrap();
+    other_stream.copy(vx.slice(0..128).unwrap(), vy.slice_mut(128..256).unwrap()).unwrap();
+    other_stream.fill(vx.slice_mut(0..1).unwrap(), 7u32).unwrap();
+    graph.replay(&stream).unwrap();
+    let got_x = stream.download(graph.get(gx).unwrap()).unwrap();
+    let got_y = stream.download(graph.get(gy).unwrap()).unwrap();
+    assert_eq!(got_x[0], 15, "the replay after the fill: 7 * 2 + 1");
+    assert_eq!(got_x[1..], vec![7; 255], "3 * 2 + 1");
+    assert_eq!(got_y[..128], vec![5; 128]);
+    assert_eq!(got_y[128..], vec![3; 128], "the copy read x after the first replay");
+}
+
 /// A replay held by a gate holds work on another stream that reads what
 /// the graph writes, and waits for work on another stream that writes
 /// what the graph reads: a replay is tracked as one operation.

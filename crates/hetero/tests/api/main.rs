@@ -92,6 +92,7 @@ macro_rules! backend_tests {
             #[case::graph_replays(graphs::replays_run_the_recorded_work_with_changed_arguments)]
             #[case::graph_streams(graphs::graph_streams_are_ordered_by_graph_events)]
             #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]
+            #[case::graph_disjoint_bindings(graphs::several_bindings_are_lent_at_once)]
             #[case::graph_ordering(graphs::replays_are_ordered_against_streams_outside_the_graph)]
             #[case::graph_drop_queued(graphs::dropping_a_graph_with_replays_queued)]
             #[case::graph_recording_errors(graphs::recording_errors_end_the_recording)]

@@ -342,6 +342,36 @@ impl<'b, D: Device> Graph<'b, D> {
         Ok(SliceMut::from(self.buffer_mut(handle)?))
     }
 
+    /// Writable slices of all of several buffers bound writable, at once:
+    /// to launch between replays a kernel that writes one bound buffer and
+    /// reads others (through [`SliceMut::slice`]). An error when two handles
+    /// name one binding, or one was bound read-only.
+    pub fn get_disjoint_mut<T: Pod, K, const N: usize>(
+        &mut self,
+        handles: [GraphBuffer<T, K>; N],
+    ) -> Result<[SliceMut<'_, T, K, D>; N]> {
+        for (i, handle) in handles.iter().enumerate() {
+            self.buffer_mut(*handle)?;
+            if handles[..i].iter().any(|h| h.slot == handle.slot) {
+                return Err(Error::new(
+                    self.device.info().backend,
+                    "get_disjoint_mut",
+                    ErrorKind::InvalidHandle,
+                    format!("handle {i} names a buffer an earlier handle names: each may be asked for once"),
+                ));
+            }
+        }
+        Ok(handles.map(|handle| {
+            let mut buffer = self.slots[handle.slot].buffer.cast::<Buffer<T, K, D>>();
+            // SAFETY: each slot was checked above to be of this graph and
+            // writable, and the slots are distinct: the slot's invariant
+            // (made from the `&'b mut` of a live `Buffer<T, K, D>`) gives one
+            // exclusive borrow each, for the borrow of `&mut self`; handed
+            // out as slices only, never as the buffer itself.
+            SliceMut::from(unsafe { buffer.as_mut() })
+        }))
+    }
+
     /// The contents of a pinned buffer bound writable as `handle`, for the
     /// host to write between replays, after its queued uses (see
     /// [`Buffer::host_slice_mut`]).

@@ -10,22 +10,25 @@ use super::{Args, Block, Fault};
 pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
     let ny = args.u32(4)? as usize;
     let (c2, src_x, src_y, src) = (args.f32(5)?, args.u32(6)? as usize, args.u32(7)? as usize, args.f32(8)?);
-    rows(block, args, 0..ny, c2, (src_x, src_y, src))
+    rows(block, args, 0..ny, [0, 0], c2, (src_x, src_y, src))
 }
 
-/// `wave_rows`: `wave_step` for rows `[row_begin, row_end)` only.
+/// `wave_rows`: `wave_step` for rows `[row_begin, row_end)` only, of
+/// `u_prev` and `u_next` held from `row_begin` and `u` from `u_first`.
 pub(super) fn wave_rows(block: &Block, args: &Args) -> Fault<()> {
-    let (begin, end) = (args.u32(5)? as usize, args.u32(6)? as usize);
-    let (c2, src_x, src_y, src) = (args.f32(7)?, args.u32(8)? as usize, args.u32(9)? as usize, args.f32(10)?);
-    rows(block, args, begin..end, c2, (src_x, src_y, src))
+    let (begin, end, u_first) = (args.u32(5)? as usize, args.u32(6)? as usize, args.u32(7)? as usize);
+    let (c2, src_x, src_y, src) = (args.f32(8)?, args.u32(9)? as usize, args.u32(10)? as usize, args.f32(11)?);
+    rows(block, args, begin..end, [begin, u_first], c2, (src_x, src_y, src))
 }
 
 /// The rows of `range` that `block` covers (its block row counted from
-/// `range.start`), as one thread row per `WAVE_ROWS` rows.
+/// `range.start`), as one thread row per `WAVE_ROWS` rows; `u_prev` and
+/// `u_next` hold rows from `out_first`, `u` from `u_first`.
 fn rows(
     block: &Block,
     args: &Args,
     range: std::ops::Range<usize>,
+    [out_first, u_first]: [usize; 2],
     c2: f32,
     (src_x, src_y, src): (usize, usize, f32),
 ) -> Fault<()> {
@@ -46,7 +49,8 @@ fn rows(
     let mut mid = vec![0.0f32; width + 4];
     let [mut up2, mut up1, mut dn1, mut dn2, mut prev] = std::array::from_fn(|_| vec![0.0f32; width]);
     for y in y0..(y0 + rows).min(range.end).min(ny) {
-        let row = y * nx;
+        // Row y of u, and of u_prev and u_next (y >= out_first >= u_first).
+        let (row, out_row) = ((y - u_first) * nx, (y - out_first) * nx);
         out.fill(0.0);
         if width > 0 && y >= 2 && y + 2 < ny {
             u.read(row + xa - 2, &mut mid)?;
@@ -54,7 +58,7 @@ fn rows(
             u.read(row - nx + xa, &mut up1)?;
             u.read(row + nx + xa, &mut dn1)?;
             u.read(row + 2 * nx + xa, &mut dn2)?;
-            u_prev.read(row + xa, &mut prev)?;
+            u_prev.read(out_row + xa, &mut prev)?;
             let cells = out[xa - x0..xb - x0].iter_mut();
             for (j, v) in cells.enumerate() {
                 let c = mid[j + 2];
@@ -67,7 +71,7 @@ fn rows(
                 out[src_x - x0] += src;
             }
         }
-        u_next.write(row + x0, &out)?;
+        u_next.write(out_row + x0, &out)?;
     }
     Ok(())
 }
