@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine with two or more GPUs, from the repository root,
+# after ci/gpu/prepare.sh prepared .gpu/ here and the device call carried it:
+#
+#   bash ci/gpu/scaling.sh [BACKENDS]
+#
+# How the split wave scales: ci/gpu/node.sh at large (wave and bandwidth:
+# topology, peer copies against the raw call, torch's baseline, then
+# `conform --device all`), then the wave alone at medium on every device.
+# Everything goes to $OUT as node-*.json/md and scaling.log; a table of the
+# split's speed-ups is printed last (from the JSON reports, with python3).
+set -uo pipefail
+backends=${1:-cuda,hip,opencl}
+bin=.gpu/bin
+status=0
+bash ci/gpu/node.sh "$backends" large wave,bandwidth 120 || status=1
+backends_for_env=$backends
+# shellcheck source=ci/gpu/env.sh
+source ci/gpu/env.sh
+for backend in ${backends//,/ }; do
+  echo "== conform --backend $backend --device all --workload wave --size medium"
+  timeout 90 "$bin/conform" --backend "$backend" --device all --workload wave --size medium \
+    --json "$out/node-$backend-medium.json" --markdown "$out/node-$backend-medium.md" >/dev/null || status=1
+done
+python3 - "$out" <<'PY'
+import glob, json, sys
+print(f"{'report':<28}{'variant':<15}{'devices':>8}{'k':>4}{'ms':>10}{'vs best 1':>10}{'vs sync':>9}{'hidden':>8}{'enqueue':>9}")
+for path in sorted(glob.glob(sys.argv[1] + "/node-*-*.json")):
+    report = json.load(open(path))
+    for run in report["runs"]:
+        for r in run["results"]:
+            if r["workload"] == "wave" and r["variant"].startswith("split"):
+                m = r["metrics"]
+                print(f"{path.split('/')[-1]:<28}{r['variant']:<15}{m.get('devices', 0):>8.0f}{m.get('halo_steps', 0):>4.0f}"
+                      f"{r['device_ms'] or 0:>10.2f}{m.get('speedup_vs_single_best', 0):>10.2f}{m.get('speedup_vs_single', 0):>9.2f}"
+                      f"{m.get('halo_hidden_fraction', 0):>8.2f}{m.get('enqueue_ms', 0):>9.1f}  {'pass' if r['passed'] else 'FAIL'}")
+    for h in report.get("node_health", []):
+        print(f"  health {h['backend']} #{h['device']} vs {h['against']}: {h['compared']} compared, "
+              f"{len(h['disagree'])} differ, time ratio {h.get('time_ratio')}")
+PY
+exit $status
