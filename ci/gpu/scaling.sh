@@ -7,22 +7,26 @@
 # How the split wave scales: ci/gpu/node.sh at large (wave and bandwidth:
 # topology, peer copies against the raw call, torch's baseline, then
 # `conform --device all`), then the wave alone at medium on every device.
-# Everything goes to $OUT as node-*.json/md and scaling.log; a table of the
-# split's speed-ups is printed last (from the JSON reports, with python3).
+# Everything goes to $OUT/scaling.tgz (node-*.json/md, node-large.log), a
+# table of the split's speed-ups (from the JSON reports, with python3) to
+# $OUT/summary.txt and the output.
 set -uo pipefail
 backends=${1:-cuda,hip,opencl}
 bin=.gpu/bin
 status=0
-bash ci/gpu/node.sh "$backends" large wave,bandwidth 120 || status=1
+final=${OUT:-/tmp/hetero-out}
+export OUT=$final/scaling
+mkdir -p "$OUT"
+bash ci/gpu/node.sh "$backends" large wave,bandwidth 200 > "$OUT/node-large.log" 2>&1 || status=1
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh
 for backend in ${backends//,/ }; do
   echo "== conform --backend $backend --device all --workload wave --size medium"
   timeout 90 "$bin/conform" --backend "$backend" --device all --workload wave --size medium \
-    --json "$out/node-$backend-medium.json" --markdown "$out/node-$backend-medium.md" >/dev/null || status=1
+    --json "$out/node-$backend-medium.json" --markdown "$out/node-$backend-medium.md" >>"$out/node-medium.log" 2>&1 || status=1
 done
-python3 - "$out" <<'PY'
+python3 - "$out" <<'PY' | tee "$final/summary.txt"
 import glob, json, sys
 print(f"{'report':<28}{'variant':<15}{'devices':>8}{'k':>4}{'ms':>10}{'vs best 1':>10}{'vs sync':>9}{'hidden':>8}{'enqueue':>9}")
 for path in sorted(glob.glob(sys.argv[1] + "/node-*-*.json")):
@@ -38,4 +42,5 @@ for path in sorted(glob.glob(sys.argv[1] + "/node-*-*.json")):
         print(f"  health {h['backend']} #{h['device']} vs {h['against']}: {h['compared']} compared, "
               f"{len(h['disagree'])} differ, time ratio {h.get('time_ratio')}")
 PY
+tar czf "$final/scaling.tgz" -C "$final" scaling
 exit $status

@@ -197,14 +197,20 @@ impl Costs {
 }
 
 /// The steps a round: of the divisors of `every` (snapshots then fall at a
-/// round's end) up to `limit`, the one with the least modelled time a step
-/// ([`Costs::per_step_ms`]), the longer on a tie; with costs that are not
-/// finite, the longest up to 8.
+/// round's end) up to `limit`, and of those the multiples of [`FIELDS`]
+/// where there are any (every round then starts with the same field
+/// rotation, so a round's graph is replayed unchanged), the one with the
+/// least modelled time a step ([`Costs::per_step_ms`]), the longer on a
+/// tie; with costs that are not finite, the longest up to 8.
 pub fn round_steps(costs: Costs, limit: usize, every: usize) -> usize {
-    let candidates = (1..=limit.min(every).max(1)).filter(|d| every.is_multiple_of(*d));
+    let divisors: Vec<usize> = (1..=limit.min(every).max(1)).filter(|d| every.is_multiple_of(*d)).collect();
+    let rotating = divisors.iter().any(|d| d.is_multiple_of(FIELDS));
+    let candidates = divisors.into_iter().filter(|d| !rotating || d.is_multiple_of(FIELDS));
     let finite = [costs.step_ms, costs.halo_fixed_ms, costs.halo_row_ms].iter().all(|c| c.is_finite() && *c >= 0.0);
     if !finite {
-        return candidates.filter(|&d| d <= 8).max().unwrap_or(1);
+        let mut candidates = candidates.peekable();
+        let smallest = candidates.peek().copied().unwrap_or(1);
+        return candidates.filter(|&d| d <= 8).max().unwrap_or(smallest);
     }
     candidates
         .map(|d| (d, costs.per_step_ms(d)))
@@ -311,11 +317,19 @@ impl Fields for Vec<DeviceBuffer<f32>> {
 }
 
 /// A device's round graph: the fields it binds, and its launches with the
-/// step of the round (from 0) and the global rows each computes.
+/// step of the round (from 0) and the global rows each computes. Only
+/// arguments that change are set before a replay (a changed graph is
+/// updated in the driver, host time every round): the field rotation when
+/// a round starts at another one, the source value where a launch
+/// computes the source's cell.
 struct Round<'b> {
     graph: Graph<'b>,
     bound: Vec<GraphBuffer<f32, OnDevice>>,
     launches: Vec<(Node, usize, Range<usize>)>,
+    /// The rotation (first step modulo [`FIELDS`]) the graph holds.
+    phase: Option<usize>,
+    /// Each launch's source value as set (bits).
+    sources: Vec<u32>,
 }
 
 impl Fields for Round<'_> {
@@ -365,23 +379,34 @@ impl<'b> Round<'b> {
             // touches, in every rotation `replay` sets.
             launches.push((unsafe { rec.launch(s, kernel, config, args) }?, step, rows));
         }
-        Ok(Self { graph: rec.finish()?, bound, launches })
+        let sources = vec![0.0f32.to_bits(); launches.len()];
+        Ok(Self { graph: rec.finish()?, bound, launches, phase: Some(0), sources })
     }
 
     /// Replays the round whose first step is `first` on `stream`.
     fn replay(&mut self, stream: &Stream, band: Band, g: Grid, first: usize, source: &[f32]) -> Result<(), Failure> {
-        for (node, step, rows) in &self.launches {
+        let phase = first % FIELDS;
+        let source_row = g.ny / 2;
+        for ((node, step, rows), set) in self.launches.iter().zip(&mut self.sources) {
             let (node, step) = (*node, *step);
-            let [prev, cur, next] = rotation(first + step).map(|f| self.bound[f]);
-            let [out, u] = band.touched(rows, g.nx);
-            // SAFETY: the same rows of other fields of the same length.
-            unsafe {
-                self.graph.set_arg(node, 0, prev.slice(out.clone())?)?;
-                self.graph.set_arg(node, 1, cur.slice(u)?)?;
-                self.graph.set_arg(node, 2, next.slice_mut(out)?)?;
-                self.graph.set_arg(node, SOURCE_ARG, source[first + step])?;
+            if self.phase != Some(phase) {
+                let [prev, cur, next] = rotation(first + step).map(|f| self.bound[f]);
+                let [out, u] = band.touched(rows, g.nx);
+                // SAFETY: the same rows of other fields of the same length.
+                unsafe {
+                    self.graph.set_arg(node, 0, prev.slice(out.clone())?)?;
+                    self.graph.set_arg(node, 1, cur.slice(u)?)?;
+                    self.graph.set_arg(node, 2, next.slice_mut(out)?)?;
+                }
+            }
+            let value = source[first + step];
+            if rows.contains(&source_row) && value.to_bits() != *set {
+                // SAFETY: a scalar of the recorded type.
+                unsafe { self.graph.set_arg(node, SOURCE_ARG, value) }?;
+                *set = value.to_bits();
             }
         }
+        self.phase = Some(phase);
         Ok(self.graph.replay(stream)?)
     }
 }
@@ -873,12 +898,15 @@ mod tests {
         let k = round_steps(costs, 64, 100);
         assert!((10..=50).contains(&k) && 100 % k == 0, "{k}");
         let cheap = Costs { halo_fixed_ms: 1e-6, halo_row_ms: 0.0, ..costs };
-        assert_eq!(round_steps(cheap, 64, 100), 1);
+        assert_eq!(round_steps(cheap, 64, 100), 5, "the shortest that keeps the rotation");
+        assert_eq!(round_steps(cheap, 4, 100), 1, "no multiple of five fits: any divisor");
         let dear = Costs { halo_fixed_ms: 1.0, ..costs };
         assert_eq!(round_steps(dear, 64, 100), 50);
-        assert_eq!(round_steps(dear, 7, 30), 6, "a divisor of 30 within 7");
+        assert_eq!(round_steps(dear, 7, 30), 5, "a multiple of five dividing 30 within 7");
+        assert_eq!(round_steps(dear, 4, 30), 3, "a divisor of 30 within 4");
         let unknown = Costs { step_ms: f64::NAN, ..costs };
-        assert_eq!(round_steps(unknown, 64, 100), 5, "the longest divisor up to 8");
+        assert_eq!(round_steps(unknown, 64, 100), 5, "the longest candidate up to 8");
+        assert_eq!(round_steps(unknown, 64, 30), 5);
         assert_eq!(round_steps(costs, 0, 1), 1);
     }
 }

@@ -35,11 +35,16 @@ use crate::device::{LiveHandles, PeerRange, PeerRoute};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
-/// An OpenCL device with its own context.
+/// An OpenCL device, in a context of its own or in one with the other
+/// devices of its platform ([`super::discover`]).
 pub struct OpenClDevice {
     info: DeviceInfo,
-    device: ClDevice,
-    pub(super) context: Context,
+    pub(super) device: ClDevice,
+    /// Shared by the devices of one platform where the driver made one
+    /// context for them all: their buffers and events are then one
+    /// context's, so a peer copy is one `clEnqueueCopyBuffer` and a wait on
+    /// another device's event needs no bridge.
+    pub(super) context: Arc<Context>,
     /// Largest single allocation (`CL_DEVICE_MAX_MEM_ALLOC_SIZE`).
     max_alloc: u64,
     /// Alignment in bytes that a sub-buffer's origin needs.
@@ -105,8 +110,15 @@ fn subgroup_sizes(vendor: &str) -> Vec<u32> {
 }
 
 impl OpenClDevice {
-    /// Opens `device` of the platform described by `platform`, as number `ordinal`.
-    pub(super) fn new(device: ClDevice, platform: String, ordinal: usize) -> Result<Self> {
+    /// Opens `device` of the platform described by `platform`, as number
+    /// `ordinal`, in `shared` (a context of its platform's devices) or else
+    /// in a context of its own.
+    pub(super) fn new(
+        device: ClDevice,
+        platform: String,
+        ordinal: usize,
+        shared: Option<Arc<Context>>,
+    ) -> Result<Self> {
         let q = |call| from_cl(call);
         let sizes = device.max_work_item_sizes().map_err(q("clGetDeviceInfo"))?;
         let dim = |i: usize| sizes.get(i).map_or(1, |&s| u32::try_from(s).unwrap_or(u32::MAX));
@@ -140,8 +152,11 @@ impl OpenClDevice {
             uuid: uuid(&device, &extensions),
         };
         let command_buffers = if graph::allowed()? { CommandBuffers::find(&device) } else { None };
-        let context = Context::from_device(&device).map_err(q("clCreateContext"))?;
-        let mapper = Arc::new(stream::create(&context, false)?);
+        let context = match shared {
+            Some(context) => context,
+            None => Arc::new(Context::from_device(&device).map_err(q("clCreateContext"))?),
+        };
+        let mapper = Arc::new(stream::create(&context, device.id(), false)?);
         Ok(Self {
             mapper,
             queues: Queues::new(info.platform.starts_with("rusticl")),
@@ -174,7 +189,7 @@ impl OpenClDevice {
         if queues.len() >= MAX_PEER_QUEUES {
             queues.retain(|(_, queue)| Arc::strong_count(queue) > 1);
         }
-        let made = ClStream::new(&self.context, false, &self.queues)?;
+        let made = ClStream::new(&self.context, self.device.id(), false, &self.queues)?;
         queues.push((near, Arc::clone(&made)));
         Ok(made)
     }
@@ -287,11 +302,22 @@ impl OpenClDevice {
         if slot.user {
             return Err(peer_gate_refused_on(Backend::OpenCl));
         }
-        // `current` flushed the event's queue, so the callback will come.
+        // `current` flushed the event's queue, so the callback (or, in one
+        // context, the event itself) will come.
         if let Some(recorded) = slot.current()? {
-            queue.defer_wait(event::bridge(&recorded, &self.context, kind)?);
+            if self.shares_context(peer) && kind == Bridged::Inherit {
+                // One context: the event goes in the wait list as it is.
+                queue.defer_wait(recorded);
+            } else {
+                queue.defer_wait(event::bridge(&recorded, &self.context, kind)?);
+            }
         }
         Ok(())
+    }
+
+    /// Whether `other` is in this device's context (itself included).
+    fn shares_context(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.context, &other.context)
     }
 
     fn queue(&self, call: &'static str, id: StreamId) -> Result<Arc<ClStream>> {
@@ -681,7 +707,12 @@ impl Device for OpenClDevice {
     }
 
     fn create_stream(&self, flags: StreamFlags) -> Result<StreamId> {
-        Ok(StreamId(self.streams.insert_shared(ClStream::new(&self.context, flags.timing, &self.queues)?)))
+        Ok(StreamId(self.streams.insert_shared(ClStream::new(
+            &self.context,
+            self.device.id(),
+            flags.timing,
+            &self.queues,
+        )?)))
     }
 
     unsafe fn destroy_stream(&self, stream: StreamId) -> Result<()> {
@@ -899,7 +930,7 @@ impl Device for OpenClDevice {
 
     fn peer_route(&self, peer: &dyn Any) -> Result<PeerRoute> {
         let peer = peer_of::<Self>(Backend::OpenCl, "peer_route", peer)?;
-        Ok(if std::ptr::eq(self, peer) { PeerRoute::Direct } else { PeerRoute::Staged })
+        Ok(if self.shares_context(peer) { PeerRoute::Direct } else { PeerRoute::Staged })
     }
 
     unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
@@ -912,6 +943,27 @@ impl Device for OpenClDevice {
         let source = from.device_range("copy_peer", src.range)?;
         let target = to.device_range("copy_peer", dst.range)?;
         let queue = self.queue("copy_peer", stream)?;
+        if from.shares_context(to) {
+            if src.range.len > 0 {
+                // SAFETY: buffers of one context, each range checked to lie
+                // in its buffer; two allocations, so no overlap; the wait
+                // list is valid for the call. The runtime moves the bytes
+                // between the devices by a route of its choosing.
+                queue.enqueue("clEnqueueCopyBuffer", &mut |n, list| unsafe {
+                    enqueue_copy_buffer(
+                        queue.queue.get(),
+                        source.mem,
+                        target.mem,
+                        src.range.offset,
+                        dst.range.offset,
+                        src.range.len,
+                        n,
+                        list,
+                    )
+                })?;
+            }
+            return Ok(PeerRoute::Direct);
+        }
         if src.range.len > 0 {
             self.staged_copy((stream, &queue), (from, source, src.range), (to, target, dst.range))?;
         }

@@ -1,9 +1,12 @@
 //! The OpenCL backend (feature `opencl`), through `opencl3`.
 //!
 //! `libOpenCL.so.1` (an ICD loader) is loaded at run time; every device of
-//! every platform it lists becomes an [`OpenClDevice`] with its own
-//! context. A platform that fails to initialise is reported and the others
-//! still work. PoCL gives a real OpenCL on CPUs (CI); vendor drivers give
+//! every platform it lists becomes an [`OpenClDevice`]. The devices of a
+//! platform share one context where the driver makes one for them (peer
+//! copies are then copies within it, the driver choosing the route), each
+//! has its own otherwise or with `HETERO_OPENCL_CONTEXT=device` (peer
+//! copies staged through host memory by hetero). A platform that fails to
+//! initialise is reported and the others still work. PoCL gives a real OpenCL on CPUs (CI); vendor drivers give
 //! GPUs. Streams are in-order profiling queues, events are markers,
 //! stream-wait is a barrier with a wait list, pinned memory is a mapped
 //! `CL_MEM_ALLOC_HOST_PTR` buffer.
@@ -18,8 +21,9 @@ mod stream;
 
 pub use device::OpenClDevice;
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use opencl3::context::Context;
 use opencl3::device::{CL_DEVICE_TYPE_ALL, Device as ClDevice};
 use opencl3::platform::get_platforms;
 
@@ -71,8 +75,15 @@ pub(crate) fn discover() -> (Vec<OpenClDevice>, Vec<Error>) {
                 continue;
             }
         };
+        let shared = match shared_context(&ids) {
+            Ok(shared) => shared,
+            Err(err) => {
+                failures.push(err);
+                continue;
+            }
+        };
         for id in ids {
-            match OpenClDevice::new(ClDevice::new(id), label.clone(), devices.len()) {
+            match OpenClDevice::new(ClDevice::new(id), label.clone(), devices.len(), shared.clone()) {
                 Ok(device) => devices.push(device),
                 Err(mut err) => {
                     err.message = format!("platform `{label}`: {}", err.message);
@@ -82,4 +93,30 @@ pub(crate) fn discover() -> (Vec<OpenClDevice>, Vec<Error>) {
         }
     }
     (devices, failures)
+}
+
+/// Chooses how the devices of a platform get their contexts (`shared`, the
+/// default, or `device`).
+pub const CONTEXT_ENV: &str = "HETERO_OPENCL_CONTEXT";
+
+/// One context for `ids`, the devices of one platform, where there are two
+/// or more and [`CONTEXT_ENV`] allows it; `None` (a context each) where it
+/// does not, or where the driver refuses one for them all. A value of the
+/// variable other than `shared` or `device` is an error naming both.
+fn shared_context(ids: &[opencl3::types::cl_device_id]) -> Result<Option<Arc<Context>>, Error> {
+    match std::env::var(CONTEXT_ENV).as_deref() {
+        Err(_) | Ok("shared") => {}
+        Ok("device") => return Ok(None),
+        Ok(other) => {
+            return Err(error::error(
+                "discover",
+                ErrorKind::Config,
+                format!("{CONTEXT_ENV}={other:?}: give `shared` (one context a platform) or `device` (one a device)"),
+            ));
+        }
+    }
+    if ids.len() < 2 {
+        return Ok(None);
+    }
+    Ok(Context::from_devices(ids, &[], None, std::ptr::null_mut()).ok().map(Arc::new))
 }

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
 use opencl3::context::Context;
 use opencl3::event::{CL_COMPLETE, Event};
-use opencl3::types::{cl_event, cl_uint};
+use opencl3::types::{cl_device_id, cl_event, cl_uint};
 
 use super::error::{from_cl, from_code};
 use crate::error::Result;
@@ -167,10 +167,15 @@ pub(super) struct ClStream {
 pub(super) type Command<'a> = &'a mut dyn FnMut(cl_uint, *const cl_event) -> std::result::Result<cl_event, i32>;
 
 impl ClStream {
-    /// A new queue of `context`, one of `queues`.
-    pub(super) fn new(context: &Context, profiling: bool, queues: &Arc<Queues>) -> Result<Arc<Self>> {
+    /// A new queue of `device` in `context`, one of `queues`.
+    pub(super) fn new(
+        context: &Context,
+        device: cl_device_id,
+        profiling: bool,
+        queues: &Arc<Queues>,
+    ) -> Result<Arc<Self>> {
         let stream = Arc::new(Self {
-            queue: create(context, profiling)?,
+            queue: create(context, device, profiling)?,
             profiling,
             last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
             oldest: AtomicU64::new(0),
@@ -416,11 +421,14 @@ impl ClStream {
     }
 }
 
-/// An in-order queue, with profiling enabled if `profiling`.
-pub(super) fn create(context: &Context, profiling: bool) -> Result<CommandQueue> {
+/// An in-order queue of `device` in `context`, with profiling enabled if `profiling`.
+pub(super) fn create(context: &Context, device: cl_device_id, profiling: bool) -> Result<CommandQueue> {
     let properties = if profiling { CL_QUEUE_PROFILING_ENABLE } else { 0 };
     #[allow(deprecated)] // clCreateCommandQueue: the one constructor every OpenCL 1.2+ platform has
-    CommandQueue::create_default(context, properties).map_err(from_cl("clCreateCommandQueue"))
+    // SAFETY: `device` is one of `context`'s devices (each device's own
+    // context, or its platform's that lists it).
+    let queue = unsafe { CommandQueue::create(context, device, properties) };
+    queue.map_err(from_cl("clCreateCommandQueue"))
 }
 
 /// Takes ownership of the event an enqueue returned.
@@ -475,7 +483,7 @@ mod tests {
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
         let Some(device) = device() else { return };
         let queues = Queues::new(false);
-        let make = || ClStream::new(&device.context, false, &queues).expect("an OpenCL queue");
+        let make = || ClStream::new(&device.context, device.device.id(), false, &queues).expect("an OpenCL queue");
         let (copy, compute) = (make(), make());
 
         marker(&copy);
