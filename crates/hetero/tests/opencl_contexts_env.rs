@@ -1,7 +1,8 @@
 //! `HETERO_OPENCL_CONTEXT` chooses how OpenCL devices of one platform get
-//! their contexts: one for them all (`shared`, the default; a peer copy is
-//! one copy within it, route `direct`) or one each (`device`; hetero
-//! stages peer copies through host memory, route `staged`); a value that is
+//! their contexts: one for them all (`shared`; a peer copy is one copy
+//! within it, route `direct`), one each (`device`; hetero stages peer
+//! copies through host memory, route `staged`), or `auto` (the default:
+//! shared except on NVIDIA's platform); a value that is
 //! not understood makes opening the devices fail with a message naming it.
 //! One test per process: it sets the variable before any device is opened.
 //! With one OpenCL device it checks the refusal only (CI also runs it with
@@ -9,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
 
-use hetero::{Backend, Context, ErrorKind, PeerRoute};
+use hetero::{Backend, Context, Device, ErrorKind, PeerRoute};
 
 const ENV: &str = "HETERO_OPENCL_CONTEXT";
 
@@ -49,11 +50,17 @@ fn contexts_follow_the_environment() {
         }
         Err(e) => {
             assert_eq!(e.kind, ErrorKind::Config, "{e}");
-            assert!(e.message.contains(ENV) && e.message.contains("\"both\"") && e.message.contains("`device`"), "{e}");
+            assert!(e.message.contains(ENV) && e.message.contains("\"both\"") && e.message.contains("`auto`"), "{e}");
         }
         Ok(devices) => panic!("{} devices opened with a value that is not understood", devices.len()),
     }
-    for (value, expect) in [("device", PeerRoute::Staged), ("shared", PeerRoute::Direct)] {
+    // SAFETY: as above.
+    unsafe { std::env::remove_var(ENV) };
+    let platform =
+        hetero::backend_devices(Backend::OpenCl).ok().and_then(|d| d.first().map(|d| d.info().platform.clone()));
+    let nvidia = platform.is_some_and(|p| p.to_ascii_uppercase().contains("NVIDIA"));
+    let auto = if nvidia { PeerRoute::Staged } else { PeerRoute::Direct };
+    for (value, expect) in [("device", PeerRoute::Staged), ("shared", PeerRoute::Direct), ("auto", auto)] {
         // SAFETY: as above.
         unsafe { std::env::set_var(ENV, value) };
         match copy_between_the_first_two() {

@@ -1,12 +1,12 @@
 //! The OpenCL backend (feature `opencl`), through `opencl3`.
 //!
 //! `libOpenCL.so.1` (an ICD loader) is loaded at run time; every device of
-//! every platform it lists becomes an [`OpenClDevice`]. The devices of a
-//! platform share one context where the driver makes one for them (peer
-//! copies are then copies within it, the driver choosing the route), each
-//! has its own otherwise or with `HETERO_OPENCL_CONTEXT=device` (peer
-//! copies staged through host memory by hetero). A platform that fails to
-//! initialise is reported and the others still work. PoCL gives a real OpenCL on CPUs (CI); vendor drivers give
+//! every platform it lists becomes an [`OpenClDevice`]. How the devices of
+//! a platform get contexts is [`CONTEXT_ENV`]'s choice: in one shared
+//! context a peer copy is one copy within it (the driver choosing the
+//! route), in a context each hetero stages it through host memory. A
+//! platform that fails to initialise is reported and the others still
+//! work. PoCL gives a real OpenCL on CPUs (CI); vendor drivers give
 //! GPUs. Streams are in-order profiling queues, events are markers,
 //! stream-wait is a barrier with a wait list, pinned memory is a mapped
 //! `CL_MEM_ALLOC_HOST_PTR` buffer.
@@ -75,7 +75,7 @@ pub(crate) fn discover() -> (Vec<OpenClDevice>, Vec<Error>) {
                 continue;
             }
         };
-        let shared = match shared_context(&ids) {
+        let shared = match shared_context(&name, &ids) {
             Ok(shared) => shared,
             Err(err) => {
                 failures.push(err);
@@ -95,28 +95,49 @@ pub(crate) fn discover() -> (Vec<OpenClDevice>, Vec<Error>) {
     (devices, failures)
 }
 
-/// Chooses how the devices of a platform get their contexts (`shared`, the
-/// default, or `device`).
+/// Chooses how the devices of a platform get their contexts: `shared` (one
+/// for them all), `device` (one each) or `auto` (the default: shared,
+/// except on NVIDIA's OpenCL, whose copies between devices of one context
+/// move whole buffers through the host, measured 3 times slower for the
+/// split wave than hetero's staging of the rows copied; see
+/// `docs/results/multi-device-h200x2`).
 pub const CONTEXT_ENV: &str = "HETERO_OPENCL_CONTEXT";
 
-/// One context for `ids`, the devices of one platform, where there are two
-/// or more and [`CONTEXT_ENV`] allows it; `None` (a context each) where it
-/// does not, or where the driver refuses one for them all. A value of the
-/// variable other than `shared` or `device` is an error naming both.
-fn shared_context(ids: &[opencl3::types::cl_device_id]) -> Result<Option<Arc<Context>>, Error> {
+/// One context for `ids`, the devices of platform `name`, where there are
+/// two or more and [`CONTEXT_ENV`] allows it; `None` (a context each) where
+/// it does not, or where the driver refuses one for them all or will not
+/// build a program for one of them. A value of the variable other than
+/// `auto`, `shared` or `device` is an error naming them.
+fn shared_context(name: &str, ids: &[opencl3::types::cl_device_id]) -> Result<Option<Arc<Context>>, Error> {
     match std::env::var(CONTEXT_ENV).as_deref() {
-        Err(_) | Ok("shared") => {}
+        Err(_) | Ok("auto") if name.to_ascii_uppercase().contains("NVIDIA") => return Ok(None),
+        Err(_) | Ok("auto") | Ok("shared") => {}
         Ok("device") => return Ok(None),
         Ok(other) => {
             return Err(error::error(
                 "discover",
                 ErrorKind::Config,
-                format!("{CONTEXT_ENV}={other:?}: give `shared` (one context a platform) or `device` (one a device)"),
+                format!(
+                    "{CONTEXT_ENV}={other:?}: give `auto` (the default), `shared` (one context a platform) or `device` (one a device)"
+                ),
             ));
         }
     }
     if ids.len() < 2 {
         return Ok(None);
     }
-    Ok(Context::from_devices(ids, &[], None, std::ptr::null_mut()).ok().map(Arc::new))
+    let Ok(context) = Context::from_devices(ids, &[], None, std::ptr::null_mut()) else { return Ok(None) };
+    Ok(builds_per_device(&context, ids).then(|| Arc::new(context)))
+}
+
+/// Whether a program of `context` built for one of its devices gives a
+/// kernel on each device of `ids` (each device builds its own): how hetero
+/// uses a shared context, asked of the driver once before relying on it.
+fn builds_per_device(context: &Context, ids: &[opencl3::types::cl_device_id]) -> bool {
+    const PROBE: &str = "__kernel void hetero_probe(__global int* x) { x[0] = 1; }";
+    ids.iter().all(|&id| {
+        let Ok(program) = opencl3::program::Program::create_from_source(context, PROBE) else { return false };
+        module::build_for(&program, id, "-cl-std=CL1.2").is_ok()
+            && opencl3::kernel::Kernel::create(&program, "hetero_probe").is_ok()
+    })
 }

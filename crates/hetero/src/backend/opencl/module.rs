@@ -43,14 +43,14 @@ pub(super) fn build(
     let ptx = if subgroups_by_ptx(&info.vendor) { "#define HETERO_SUBGROUP_PTX 1\n" } else { "" };
     let prelude = format!("{}{ptx}{}", options.defines(), hetero_kernels::PRELUDE_OPENCL);
     let text = hetero_kernels::assemble(&prelude, source);
-    let mut program = Program::create_from_source(context, &text).map_err(from_cl("clCreateProgramWithSource"))?;
-    if let Err(e) = program.build(&[device], compiler_options(options)) {
+    let program = Program::create_from_source(context, &text).map_err(from_cl("clCreateProgramWithSource"))?;
+    build_for(&program, device, compiler_options(options)).map_err(|code| {
         let log = program.get_build_log(device).unwrap_or_default();
-        let mut failure = cl_error("clBuildProgram", e.0).with_kind(ErrorKind::Build);
+        let mut failure = cl_error("clBuildProgram", code).with_kind(ErrorKind::Build);
         failure.message =
             if log.trim().is_empty() { format!("{} (the compiler gave no log)", failure.message) } else { log };
-        return Err(failure);
-    }
+        failure
+    })?;
     if hetero_kernels::kernel_names(source).is_empty() {
         return Err(error(
             "clBuildProgram",
@@ -59,6 +59,20 @@ pub(super) fn build(
         ));
     }
     Ok(program)
+}
+
+/// `clBuildProgram` of `program` for `device` alone, with `options` (no
+/// NUL byte). Not `Program::build`, which then asks for the program's
+/// kernel names: NVIDIA's OpenCL refuses that question
+/// (`CL_INVALID_PROGRAM_EXECUTABLE`) for a program of a context of several
+/// devices that was built for one of them.
+pub(super) fn build_for(
+    program: &Program,
+    device: cl_device_id,
+    options: &'static str,
+) -> std::result::Result<(), i32> {
+    let options = std::ffi::CString::new(options).map_err(|_| opencl3::error_codes::CL_INVALID_BUILD_OPTIONS)?;
+    opencl3::program::build_program(program.get(), &[device], &options, None, std::ptr::null_mut())
 }
 
 /// One kernel, as a kernel object per shard ([`crate::shard`]), with what
