@@ -36,7 +36,7 @@ use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
 /// An OpenCL device, in a context of its own or in one with the other
-/// devices of its platform ([`super::discover`]).
+/// devices of its platform (`HETERO_OPENCL_CONTEXT`).
 pub struct OpenClDevice {
     info: DeviceInfo,
     pub(super) device: ClDevice,
