@@ -524,5 +524,7 @@ pub fn merge(reports: Vec<Report>) -> Result<Report, String> {
         merged.runs.extend(report.runs);
         merged.unavailable.extend(report.unavailable);
     }
+    // Derived from the runs' results, so it covers every merged run.
+    merged.node_health = merged.health();
     Ok(merged)
 }

@@ -239,7 +239,7 @@ fn rows_args<A: From<u32> + From<f32>>(
     source: f32,
 ) -> Vec<A> {
     let out = band.local(rows.clone());
-    let (sx, sy) = (g.nx / 2, g.ny / 2);
+    let (sx, sy) = g.source();
     let sy_local = if rows.contains(&sy) { (sy - band.lo) as u32 } else { u32::MAX };
     let scalars: [A; 9] = [
         (g.nx as u32).into(),
@@ -327,7 +327,7 @@ struct Round<'b> {
     bound: Vec<GraphBuffer<f32, OnDevice>>,
     launches: Vec<(Node, usize, Range<usize>)>,
     /// The rotation (first step modulo [`FIELDS`]) the graph holds.
-    phase: Option<usize>,
+    phase: usize,
     /// Each launch's source value as set (bits).
     sources: Vec<u32>,
 }
@@ -373,23 +373,22 @@ impl<'b> Round<'b> {
             let [out, u] = band.touched(&rows, g.nx);
             let fields = [prev.slice(out.clone())?.into(), cur.slice(u)?.into(), next.slice_mut(out)?.into()];
             let args = rows_args(fields, g, band, &rows, 0.0);
-            let rows = rows.clone();
             let config = rows_launch(g.nx, rows.len(), width);
             // SAFETY: as launch_rows: the slices are the rows wave_rows
             // touches, in every rotation `replay` sets.
             launches.push((unsafe { rec.launch(s, kernel, config, args) }?, step, rows));
         }
         let sources = vec![0.0f32.to_bits(); launches.len()];
-        Ok(Self { graph: rec.finish()?, bound, launches, phase: Some(0), sources })
+        Ok(Self { graph: rec.finish()?, bound, launches, phase: 0, sources })
     }
 
     /// Replays the round whose first step is `first` on `stream`.
     fn replay(&mut self, stream: &Stream, band: Band, g: Grid, first: usize, source: &[f32]) -> Result<(), Failure> {
         let phase = first % FIELDS;
-        let source_row = g.ny / 2;
+        let (_, source_row) = g.source();
         for ((node, step, rows), set) in self.launches.iter().zip(&mut self.sources) {
             let (node, step) = (*node, *step);
-            if self.phase != Some(phase) {
+            if self.phase != phase {
                 let [prev, cur, next] = rotation(first + step).map(|f| self.bound[f]);
                 let [out, u] = band.touched(rows, g.nx);
                 // SAFETY: the same rows of other fields of the same length.
@@ -406,7 +405,7 @@ impl<'b> Round<'b> {
                 *set = value.to_bits();
             }
         }
-        self.phase = Some(phase);
+        self.phase = phase;
         Ok(self.graph.replay(stream)?)
     }
 }

@@ -701,6 +701,21 @@ fn open_gate(slot: &ClEvent, call: &'static str) -> Result<()> {
     }
 }
 
+/// `clEnqueueCopyBuffer` of `src`'s bytes of `from` to `dst`'s of `to` on
+/// `queue`, nothing for 0 bytes: buffers of the queue's context, each
+/// range checked to lie in its buffer and the two not overlapping
+/// (`check_copy_ranges`).
+fn copy_buffer(queue: &ClStream, (from, src): (View, DeviceRange), (to, dst): (View, DeviceRange)) -> Result<()> {
+    if src.len == 0 {
+        return Ok(());
+    }
+    // SAFETY: both ranges lie in their buffers (checked by the callers) and
+    // do not overlap; the wait list is valid for the call.
+    queue.enqueue("clEnqueueCopyBuffer", &mut |n, list| unsafe {
+        enqueue_copy_buffer(queue.queue.get(), from.mem, to.mem, src.offset, dst.offset, src.len, n, list)
+    })
+}
+
 impl Device for OpenClDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -891,14 +906,7 @@ impl Device for OpenClDevice {
         check_copy_ranges(Backend::OpenCl, src, dst)?;
         let (from, to) = (self.device_range("copy_d2d", src)?, self.device_range("copy_d2d", dst)?);
         let queue = self.queue("copy_d2d", stream)?;
-        if src.len == 0 {
-            return Ok(());
-        }
-        // SAFETY: both ranges lie in their buffers (checked) and do not
-        // overlap; the wait list is valid for the call.
-        queue.enqueue("clEnqueueCopyBuffer", &mut |n, list| unsafe {
-            enqueue_copy_buffer(queue.queue.get(), from.mem, to.mem, src.offset, dst.offset, src.len, n, list)
-        })
+        copy_buffer(&queue, (from, src), (to, dst))
     }
 
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
@@ -935,34 +943,14 @@ impl Device for OpenClDevice {
 
     unsafe fn copy_peer(&self, src: PeerRange<'_>, dst: PeerRange<'_>, stream: StreamId) -> Result<PeerRoute> {
         let (from, to) = sides(self, "copy_peer", src, dst)?;
-        if std::ptr::eq(from, to) {
-            // SAFETY: the caller's contract is copy_d2d's.
-            return unsafe { self.copy_d2d(src.range, dst.range, stream) }.map(|()| PeerRoute::Direct);
-        }
         check_copy_ranges(Backend::OpenCl, src.range, dst.range)?;
         let source = from.device_range("copy_peer", src.range)?;
         let target = to.device_range("copy_peer", dst.range)?;
         let queue = self.queue("copy_peer", stream)?;
         if from.shares_context(to) {
-            if src.range.len > 0 {
-                // SAFETY: buffers of one context, each range checked to lie
-                // in its buffer; two allocations, so no overlap; the wait
-                // list is valid for the call. The runtime moves the bytes
-                // between the devices by a route of its choosing.
-                queue.enqueue("clEnqueueCopyBuffer", &mut |n, list| unsafe {
-                    enqueue_copy_buffer(
-                        queue.queue.get(),
-                        source.mem,
-                        target.mem,
-                        src.range.offset,
-                        dst.range.offset,
-                        src.range.len,
-                        n,
-                        list,
-                    )
-                })?;
-            }
-            return Ok(PeerRoute::Direct);
+            // One device, or one context: the runtime moves the bytes between
+            // the devices by a route of its choosing.
+            return copy_buffer(&queue, (source, src.range), (target, dst.range)).map(|()| PeerRoute::Direct);
         }
         if src.range.len > 0 {
             self.staged_copy((stream, &queue), (from, source, src.range), (to, target, dst.range))?;
