@@ -17,7 +17,7 @@ use crate::device::{Backend, Device};
 #[allow(unused_imports)]
 use crate::device::{
     AllocId, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, KernelArg, KernelId, KernelLimits, LaunchConfig,
-    LiveHandles, ModuleId, PeerRange, PeerRoute, StreamFlags, StreamId,
+    LiveHandles, ModuleId, PeerRange, PeerRoute, RawMemory, RawStream, Release, StreamFlags, StreamId,
 };
 use crate::error::{Error, ErrorKind, Result};
 #[allow(unused_imports)]

@@ -13,6 +13,7 @@ use std::ptr::NonNull;
 use enum_dispatch::enum_dispatch;
 
 use crate::error::{Error, ErrorKind, Result};
+pub use crate::foreign::{RawMemory, RawStream, Release};
 pub(crate) use crate::types::INLINE_ARGS;
 pub use crate::types::{
     AllocId, ArgBytes, Backend, EventId, GraphId, KernelArg, KernelId, ModuleId, PeerRoute, StreamId, UnknownBackend,
@@ -540,6 +541,62 @@ pub trait Device: Send + Sync + 'static {
     /// no host reference into it may outlive this call.
     unsafe fn free(&self, alloc: AllocId) -> Result<()>;
 
+    /// Makes `len` bytes of memory that another library allocated an
+    /// allocation of this device: device memory for copies and kernels
+    /// like any other (never pinned). [`Device::free`] then frees nothing
+    /// of the memory: the device drops its own reference (OpenCL releases
+    /// the `cl_mem` it retained here) and runs `release`. A refusal runs
+    /// `release` before it returns: a buffer of another context or device
+    /// is a [`ErrorKind::DeviceMismatch`], a `cl_mem` smaller than `len` is
+    /// [`ErrorKind::OutOfBounds`], a kind of handle the backend does not
+    /// take (or a backend that adopts nothing) is [`ErrorKind::Unsupported`].
+    ///
+    /// # Safety
+    /// `memory` must be `len` bytes of this device's memory (host memory on
+    /// the host backend, aligned for the elements it holds) that stay valid
+    /// until the allocation is freed and `release` has run; until then no
+    /// one else may use them in a way that conflicts with work enqueued on
+    /// them (order such work with events or an adopted stream).
+    unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
+        let _ = (memory, len, release);
+        Err(unsupported(self.info().backend, "adopt_memory", "this device adopts no foreign memory"))
+    }
+    /// The native handle of an allocation: an address ([`RawMemory::Address`])
+    /// on CUDA, HIP and the host (of pinned memory, its host address), the
+    /// `cl_mem` on OpenCL. Another library may use it under the rules
+    /// hetero's own work follows, for as long as the allocation lives.
+    ///
+    /// # Safety
+    /// `alloc` must be owned by the caller.
+    unsafe fn raw_memory(&self, alloc: AllocId) -> Result<RawMemory> {
+        let _ = alloc;
+        Err(unsupported(self.info().backend, "raw_memory", "this device has no native memory handles"))
+    }
+    /// Makes a stream that another library created a stream of this
+    /// device. [`Device::destroy_stream`] then only drops the device's
+    /// reference (OpenCL releases the queue it retained here); the stream
+    /// itself is never destroyed by hetero. Refused with
+    /// [`ErrorKind::DeviceMismatch`] when the stream belongs to another
+    /// device or context, [`ErrorKind::Unsupported`] where the backend
+    /// has no native streams (the host) or the queue is out of order.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device that outlives the
+    /// returned id's destruction and every operation enqueued through it.
+    unsafe fn adopt_stream(&self, stream: RawStream) -> Result<StreamId> {
+        let _ = stream;
+        Err(unsupported(self.info().backend, "adopt_stream", "this device adopts no foreign streams"))
+    }
+    /// The native handle of a stream, for another library to enqueue its
+    /// work in order with hetero's (while the stream lives).
+    ///
+    /// # Safety
+    /// `stream` must be owned by the caller.
+    unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
+        let _ = stream;
+        Err(unsupported(self.info().backend, "raw_stream", "this device has no native streams"))
+    }
+
     /// Enqueues a copy of `dst.len` bytes from host memory at `src` into `dst`.
     /// With pinned memory ([`Device::alloc_pinned`]) the call returns at once;
     /// with pageable memory a backend may block until the stream has run the
@@ -778,6 +835,11 @@ pub trait Device: Send + Sync + 'static {
             format!("graph {} was never built: this backend builds no graphs of its own", graph.0),
         ))
     }
+}
+
+/// The refusal of what a backend cannot do or represent.
+pub(crate) fn unsupported(backend: Backend, call: &'static str, message: impl Into<String>) -> Error {
+    Error::new(backend, call, ErrorKind::Unsupported, message)
 }
 
 /// Alignment every backend's pinned allocations have at least (PoCL maps

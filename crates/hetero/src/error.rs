@@ -51,6 +51,10 @@ pub enum ErrorKind {
     /// An option or environment variable has a value hetero does not
     /// understand; the message names it and the values it takes.
     Config,
+    /// What was asked cannot be represented here: a DLPack tensor with
+    /// strides or a type hetero has no element for, a foreign stream on a
+    /// backend without native streams. The message says what would work.
+    Unsupported,
 }
 
 /// An error from hetero or from a backend's driver.

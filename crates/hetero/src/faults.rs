@@ -62,7 +62,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::device::{
     AllocId, Backend, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, KernelArg, KernelId, KernelLimits,
-    LaunchConfig, LiveHandles, ModuleId, PeerRange, PeerRoute, StreamFlags, StreamId,
+    LaunchConfig, LiveHandles, ModuleId, PeerRange, PeerRoute, RawMemory, RawStream, Release, StreamFlags, StreamId,
 };
 use crate::error::{Error, ErrorKind, Result};
 
@@ -495,6 +495,26 @@ impl<D: Device> Device for Faulty<D> {
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         // SAFETY: the caller's contract, passed on.
         Self::counted(&self.log.allocations, -1, self.seen(unsafe { self.inner.free(alloc) }))
+    }
+
+    unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
+        // SAFETY: the caller's contract, passed on.
+        Self::counted(&self.log.allocations, 1, unsafe { self.inner.adopt_memory(memory, len, release) })
+    }
+
+    unsafe fn raw_memory(&self, alloc: AllocId) -> Result<RawMemory> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.raw_memory(alloc) }
+    }
+
+    unsafe fn adopt_stream(&self, stream: RawStream) -> Result<StreamId> {
+        // SAFETY: the caller's contract, passed on.
+        Self::counted(&self.log.streams, 1, unsafe { self.inner.adopt_stream(stream) })
+    }
+
+    unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.inner.raw_stream(stream) }
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {

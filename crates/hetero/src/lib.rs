@@ -52,8 +52,10 @@ pub mod algorithms;
 mod any;
 pub mod backend;
 mod block;
+pub mod dlpack;
 mod error;
 pub mod faults;
+mod foreign;
 pub mod host_kernel;
 pub mod markers;
 mod ops;
@@ -73,8 +75,8 @@ pub use block::BlockRequest;
 pub use device::{
     AllocId, ArgBytes, Backend, BuildOptions, Device, DeviceInfo, DeviceRange, EventId, GraphId, GraphNode, GraphOp,
     KernelArg, KernelId, KernelLimits, LaunchConfig, LiveHandles, ModuleId, OPENCL_MAX_BLOCKS, PINNED_ALIGN,
-    PORTABLE_GRID_LIMITS, PeerRange, PeerRoute, StreamFlags, StreamId, UnknownBackend, check_copy_ranges,
-    check_fill_range, check_kernel_limits, check_range,
+    PORTABLE_GRID_LIMITS, PeerRange, PeerRoute, RawMemory, RawStream, Release, StreamFlags, StreamId, UnknownBackend,
+    check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use select::{DeviceList, DeviceSelector};

@@ -29,18 +29,19 @@ fn library_sources() -> Vec<PathBuf> {
 }
 
 /// Vendor crates and FFI appear only under `src/backend/`, except the FFI
-/// of profilers' marker libraries, all of it in `src/markers.rs`.
+/// of profilers' marker libraries, all of it in `src/markers.rs`, and
+/// DLPack's C deleter, in `src/dlpack.rs`.
 #[test]
 fn vendor_crates_only_in_backends() {
     let vendor = ["opencl3", "cl3", "cudarc", "cubecl_hip_sys", "extern \"C\""];
-    let markers = workspace().join("crates/hetero/src/markers.rs");
+    let c_abi = ["crates/hetero/src/markers.rs", "crates/hetero/src/dlpack.rs"].map(|f| workspace().join(f));
     for file in library_sources() {
         if file.components().any(|c| c.as_os_str() == "backend") {
             continue;
         }
         let text = std::fs::read_to_string(&file).unwrap();
         for name in vendor {
-            if file == markers && name == "extern \"C\"" {
+            if c_abi.contains(&file) && name == "extern \"C\"" {
                 continue;
             }
             assert!(!text.contains(name), "{} names `{name}` outside src/backend/", file.display());
@@ -282,7 +283,7 @@ fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
 fn library_layers_hold_as_imports() {
     let layers: [&[&str]; 11] = [
         &["sync"],
-        &["types", "signature", "shard", "markers", "ops"],
+        &["types", "signature", "shard", "markers", "ops", "foreign"],
         &["error"],
         &["host_kernel"],
         &["device"],
@@ -290,7 +291,7 @@ fn library_layers_hold_as_imports() {
         &["backend"],
         &["any"],
         &["safe"],
-        &["algorithms"],
+        &["algorithms", "dlpack"],
         &["testing"],
     ];
     let graph = import_graph(&workspace().join("crates/hetero/src"), 1);
@@ -316,12 +317,12 @@ fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[
 /// bridges and the waiter's queue over them), then the per-device state,
 /// the tracker, behaviour over the state (allocation, completion), buffers,
 /// launch arguments and events, modules, streams, the work that spans
-/// streams and devices (peer copies, graphs), and the context at the top
-/// (ARCHITECTURE.md). The files were one import circle: the ground file
+/// streams and devices (peer copies, graphs), the context, and at the top
+/// what adopts other libraries' memory and streams into it (ARCHITECTURE.md). The files were one import circle: the ground file
 /// imported the allocator, the waiter and the peer bridges, the top floor.
 #[test]
 fn typed_layer_floors_hold_as_imports() {
-    let floors: [&[&str]; 11] = [
+    let floors: [&[&str]; 12] = [
         &["marks"],
         &["cache", "bridge", "waiter"],
         &["state"],
@@ -333,6 +334,7 @@ fn typed_layer_floors_hold_as_imports() {
         &["stream"],
         &["peer", "graph"],
         &["context"],
+        &["foreign"],
     ];
     let graph = import_graph(&workspace().join("crates/hetero/src"), 2);
     let typed_layer: BTreeMap<String, BTreeSet<String>> = graph

@@ -12,7 +12,7 @@ use super::module::Module;
 use super::state::DeviceState;
 use super::stream::Stream;
 use crate::AnyDevice;
-use crate::device::{BuildOptions, Device, DeviceInfo, StreamFlags};
+use crate::device::{BuildOptions, Device, DeviceInfo, StreamFlags, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 use crate::markers;
@@ -128,13 +128,23 @@ impl<D: Device> Context<D> {
             return Err(Error::new(self.device.info().backend, "stream", ErrorKind::Config, problem.message.clone()));
         }
         let id = self.device.create_stream(flags)?;
-        Ok(Stream {
+        Ok(self.wrap_stream(id, flags))
+    }
+
+    /// The typed stream over `id`, a stream of this device made with `flags`.
+    pub(crate) fn wrap_stream(&self, id: StreamId, flags: StreamFlags) -> Stream<D> {
+        Stream {
             device: Arc::clone(&self.device),
             id,
             timing: flags.timing,
             order: Mutex::new(None),
             alive: Arc::new(()),
-        })
+        }
+    }
+
+    /// The device and its shared state.
+    pub(crate) fn state(&self) -> &Arc<DeviceState<D>> {
+        &self.device
     }
 
     /// A new event.

@@ -64,6 +64,7 @@ mod cache;
 mod completion;
 mod context;
 mod event;
+mod foreign;
 mod graph;
 mod marks;
 mod module;

@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
 use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use super::bridge::Bridge;
 use super::cache::{AllocatorOptions, Cache, MemoryKind};
@@ -284,25 +285,35 @@ impl<D: Device> DeviceState<D> {
         }
     }
 
-    /// Frees every retired allocation whose uses have completed.
+    /// Frees every retired allocation whose uses have completed. The frees
+    /// run after the list's lock is let go: freeing adopted memory runs its
+    /// owner's release, which may drop buffers of this device and so retire
+    /// and reap again (`dlpack_round_trip`).
     pub(crate) fn reap(&self) {
         if self.retired_len.load(Ordering::Acquire) == 0 {
             return;
         }
-        let mut retired = self.lock();
-        retired.retain_mut(|r| {
-            // A mark whose query fails (a faulted or lost device) keeps its
-            // allocation retired: the device's drop deals with it.
-            self.settle(&mut r.pending);
-            if !r.pending.is_empty() {
-                return true;
-            }
+        let mut done: SmallVec<[AllocId; 8]> = SmallVec::new();
+        {
+            let mut retired = self.lock();
+            retired.retain_mut(|r| {
+                // A mark whose query fails (a faulted or lost device) keeps its
+                // allocation retired: the device's drop deals with it.
+                self.settle(&mut r.pending);
+                if !r.pending.is_empty() {
+                    return true;
+                }
+                done.push(r.alloc);
+                false
+            });
+            self.retired_len.store(retired.len(), Ordering::Release);
+        }
+        for alloc in done {
             // SAFETY: every use of the allocation has completed and nobody
-            // else holds its handle or a host reference (type invariant).
-            let _ = unsafe { self.device.free(r.alloc) };
-            false
-        });
-        self.retired_len.store(retired.len(), Ordering::Release);
+            // else holds its handle or a host reference (type invariant);
+            // it left the list above, so it is freed once.
+            let _ = unsafe { self.device.free(alloc) };
+        }
     }
 
     /// Allocations held back until their last uses complete: retired ones

@@ -7,6 +7,7 @@ mod algorithms;
 mod allocator;
 mod bad_input;
 mod completion;
+mod foreign;
 mod graphs;
 mod limits;
 mod peer;
@@ -28,7 +29,8 @@ macro_rules! backend_tests {
             use rstest::rstest;
 
             use super::{
-                algorithms, allocator, bad_input, completion, context, graphs, limits, peer, semantics, user_kernels,
+                algorithms, allocator, bad_input, completion, context, foreign, graphs, limits, peer, semantics,
+                user_kernels,
             };
 
             #[rstest]
@@ -105,6 +107,13 @@ macro_rules! backend_tests {
             #[case::algorithms_ordered(algorithms::algorithm_results_are_ordered_across_streams)]
             #[case::algorithms_bad_input(algorithms::algorithms_refuse_bad_input)]
             #[case::algorithms_deterministic(algorithms::deterministic_sums_have_the_fixed_orders_bits)]
+            #[case::foreign_release(foreign::adopted_memory_goes_back_only_after_queued_work)]
+            #[case::foreign_handles(foreign::native_handles_name_the_same_memory)]
+            #[case::foreign_streams(foreign::adopted_streams_order_and_outlive_their_handle)]
+            #[case::foreign_refusals(foreign::foreign_handles_of_the_wrong_kind_are_refused)]
+            #[case::dlpack_round_trip(foreign::dlpack_round_trips_without_a_copy)]
+            #[case::dlpack_handshake(foreign::dlpack_import_waits_for_the_producer_on_the_device)]
+            #[case::dlpack_refusals(foreign::dlpack_refuses_what_it_cannot_represent)]
             fn api(#[case] body: fn(&hetero::Context)) {
                 if let Some(ctx) = context($backend) {
                     body(&ctx);
@@ -122,6 +131,7 @@ macro_rules! backend_tests {
             #[case::opposite_copies(peer::opposite_peer_copies_do_not_deadlock)]
             #[case::gated_copy_holds_no_other(peer::a_gated_peer_copy_holds_no_other_stream)]
             #[case::failed_far_read(peer::a_failed_far_read_leaves_the_far_buffer_usable)]
+            #[case::foreign_stream_refused(foreign::a_stream_of_one_device_is_refused_by_the_other)]
             fn two_devices(#[case] body: fn(&hetero::Context, &hetero::Context)) {
                 if let Some((a, b)) = hetero::testing::context_pair_or_skip($backend).unwrap_or_else(|e| panic!("{e}"))
                 {

@@ -488,6 +488,58 @@ impl Runtime for Cuda {
         ptr + offset as u64
     }
 
+    fn ptr_to_raw(ptr: sys::CUdeviceptr) -> u64 {
+        ptr
+    }
+
+    fn ptr_from_raw(raw: u64) -> sys::CUdeviceptr {
+        raw
+    }
+
+    fn stream_to_raw(stream: sys::CUstream) -> *mut c_void {
+        stream.cast()
+    }
+
+    fn stream_from_raw(raw: *mut c_void) -> sys::CUstream {
+        raw.cast()
+    }
+
+    unsafe fn check_foreign_ptr(&self, ptr: sys::CUdeviceptr) -> Result<()> {
+        let mut ordinal: i32 = -1;
+        // SAFETY: ordinal is a valid out-pointer of the attribute's type (int).
+        check("cuPointerGetAttribute", unsafe {
+            sys::cuPointerGetAttribute(
+                (&raw mut ordinal).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            )
+        })?;
+        if ordinal != self.device {
+            return Err(crate::error::Error::new(
+                Backend::Cuda,
+                "adopt_memory",
+                ErrorKind::DeviceMismatch,
+                format!("the memory belongs to CUDA device {ordinal}, not to device {}", self.device),
+            ));
+        }
+        Ok(())
+    }
+
+    unsafe fn check_foreign_stream(&self, stream: sys::CUstream) -> Result<()> {
+        let mut context: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: the caller promises a live stream; context is a valid out-pointer.
+        check("cuStreamGetCtx", unsafe { sys::cuStreamGetCtx(stream, &mut context) })?;
+        if context != self.context {
+            return Err(crate::error::Error::new(
+                Backend::Cuda,
+                "adopt_stream",
+                ErrorKind::DeviceMismatch,
+                "the stream belongs to another CUDA context than this device's primary context",
+            ));
+        }
+        Ok(())
+    }
+
     unsafe fn copy_h2d(&self, dst: sys::CUdeviceptr, src: *const u8, len: usize, stream: sys::CUstream) -> Result<()> {
         // SAFETY: the caller's contract (checked range; src valid until completion).
         check("cuMemcpyHtoDAsync", unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), len, stream) })

@@ -23,7 +23,7 @@ use crate::device::{
     check_range,
 };
 use crate::device::{BuildOptions, KernelLimits};
-use crate::device::{LiveHandles, PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute, RawMemory, RawStream, Release};
 use crate::error::{Error, ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
@@ -505,7 +505,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
     unsafe fn pinned_ptr(&self, alloc: AllocId) -> Result<NonNull<u8>> {
         let pinned = self.allocs.with("pinned_ptr", alloc.0, |mem| match mem.place {
             Place::Pinned(ptr) => Some(ptr),
-            Place::Device { .. } => None,
+            Place::Device { .. } | Place::Foreign { .. } => None,
         })?;
         pinned.ok_or_else(|| {
             self.error("pinned_ptr", ErrorKind::InvalidHandle, "allocation is device memory, not pinned host memory")
@@ -520,6 +520,43 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let mem = self.allocs.remove("free", alloc.0)?;
         self.enter()?;
         self.check(mem.free(&self.runtime, self.pool()))
+    }
+
+    unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
+        let RawMemory::Address(raw) = memory else {
+            return Err(self.error(
+                "adopt_memory",
+                ErrorKind::Unsupported,
+                "CUDA and HIP adopt device addresses, not cl_mem",
+            ));
+        };
+        if raw == 0 {
+            return Err(self.error("adopt_memory", ErrorKind::InvalidHandle, "the device address is null"));
+        }
+        let ptr = R::ptr_from_raw(raw);
+        self.enter()?;
+        // SAFETY: the device is current; the check only reads attributes.
+        self.check(unsafe { self.runtime.check_foreign_ptr(ptr) })?;
+        self.insert_alloc(GpuMemory { place: Place::Foreign { ptr, release }, size: len })
+    }
+
+    unsafe fn raw_memory(&self, alloc: AllocId) -> Result<RawMemory> {
+        self.allocs.with("raw_memory", alloc.0, |mem| match mem.place {
+            Place::Device { ptr, .. } | Place::Foreign { ptr, .. } => RawMemory::Address(R::ptr_to_raw(ptr)),
+            Place::Pinned(ptr) => RawMemory::Address(ptr.as_ptr() as usize as u64),
+        })
+    }
+
+    unsafe fn adopt_stream(&self, stream: RawStream) -> Result<StreamId> {
+        let raw = R::stream_from_raw(stream.0);
+        self.enter()?;
+        // SAFETY: the device is current; the caller promises a live stream.
+        self.check(unsafe { self.runtime.check_foreign_stream(raw) })?;
+        Ok(StreamId(self.streams.insert(GpuStream::adopted(raw, Arc::clone(&self.runtime)))))
+    }
+
+    unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
+        Ok(RawStream(R::stream_to_raw(self.stream("raw_stream", stream)?.raw)))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {

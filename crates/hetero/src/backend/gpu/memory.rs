@@ -9,6 +9,7 @@
 use std::ptr::NonNull;
 
 use super::runtime::Runtime;
+use crate::device::Release;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Where an allocation lives.
@@ -17,6 +18,8 @@ pub(super) enum Place<R: Runtime> {
     Device { ptr: R::Ptr, pooled: bool },
     /// Page-locked host memory.
     Pinned(NonNull<u8>),
+    /// Device memory another library owns; `release` runs at the free.
+    Foreign { ptr: R::Ptr, release: Option<Release> },
 }
 
 /// One allocation.
@@ -38,7 +41,7 @@ impl<R: Runtime> GpuMemory<R> {
     /// is refused, so device operations never touch host memory).
     pub(super) fn device_ptr(&self, call: &'static str, offset: usize) -> Result<R::Ptr> {
         match self.place {
-            Place::Device { ptr, .. } => Ok(R::ptr_add(ptr, offset)),
+            Place::Device { ptr, .. } | Place::Foreign { ptr, .. } => Ok(R::ptr_add(ptr, offset)),
             Place::Pinned(_) => Err(Error::new(
                 R::BACKEND,
                 call,
@@ -56,6 +59,12 @@ impl<R: Runtime> GpuMemory<R> {
             Place::Device { ptr, pooled } => unsafe { runtime.mem_free(ptr, if pooled { pool } else { None }) },
             // SAFETY: allocated by host_alloc and freed once.
             Place::Pinned(ptr) => unsafe { runtime.host_free(ptr) },
+            Place::Foreign { ref release, .. } => {
+                if let Some(release) = release {
+                    release.run();
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -148,6 +148,25 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn mem_free(&self, ptr: Self::Ptr, pool: Option<Self::Stream>) -> Result<()>;
     /// `ptr + offset`.
     fn ptr_add(ptr: Self::Ptr, offset: usize) -> Self::Ptr;
+    /// The address as a number, and back.
+    fn ptr_to_raw(ptr: Self::Ptr) -> u64;
+    /// See [`Runtime::ptr_to_raw`].
+    fn ptr_from_raw(raw: u64) -> Self::Ptr;
+    /// The stream as a pointer-sized handle, and back.
+    fn stream_to_raw(stream: Self::Stream) -> *mut c_void;
+    /// See [`Runtime::stream_to_raw`].
+    fn stream_from_raw(raw: *mut c_void) -> Self::Stream;
+    /// Checks, where the runtime can tell cheaply, that foreign memory at
+    /// `ptr` is this device's; `Ok` where it cannot tell.
+    unsafe fn check_foreign_ptr(&self, ptr: Self::Ptr) -> Result<()> {
+        let _ = ptr;
+        Ok(())
+    }
+    /// As [`Runtime::check_foreign_ptr`], for a foreign stream.
+    unsafe fn check_foreign_stream(&self, stream: Self::Stream) -> Result<()> {
+        let _ = stream;
+        Ok(())
+    }
 
     /// Enqueues a host-to-device copy.
     unsafe fn copy_h2d(&self, dst: Self::Ptr, src: *const u8, len: usize, stream: Self::Stream) -> Result<()>;

@@ -275,6 +275,22 @@ impl Runtime for Hip {
         ptr.cast::<u8>().wrapping_add(offset).cast()
     }
 
+    fn ptr_to_raw(ptr: hip::hipDeviceptr_t) -> u64 {
+        ptr as usize as u64
+    }
+
+    fn ptr_from_raw(raw: u64) -> hip::hipDeviceptr_t {
+        raw as usize as hip::hipDeviceptr_t
+    }
+
+    fn stream_to_raw(stream: hip::hipStream_t) -> *mut c_void {
+        stream.cast()
+    }
+
+    fn stream_from_raw(raw: *mut c_void) -> hip::hipStream_t {
+        raw.cast()
+    }
+
     unsafe fn copy_h2d(
         &self,
         dst: hip::hipDeviceptr_t,

@@ -21,7 +21,7 @@ use crate::device::{
     PORTABLE_GRID_LIMITS, StreamFlags, StreamId, check_copy_ranges, check_fill_range, check_range,
 };
 use crate::device::{BuildOptions, KernelLimits};
-use crate::device::{LiveHandles, PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute, RawMemory, Release};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::Value;
 
@@ -343,6 +343,22 @@ impl Device for HostDevice {
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         self.allocs.remove("free", alloc.0).map(drop)
+    }
+
+    unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
+        let RawMemory::Address(address) = memory else {
+            return Err(error(
+                "adopt_memory",
+                ErrorKind::Unsupported,
+                "the host backend adopts host addresses, not cl_mem",
+            ));
+        };
+        // SAFETY: the caller keeps len bytes at address valid until the free.
+        self.insert_alloc(unsafe { HostMemory::adopted(address, len, release)? })
+    }
+
+    unsafe fn raw_memory(&self, alloc: AllocId) -> Result<RawMemory> {
+        Ok(RawMemory::Address(self.alloc("raw_memory", alloc)?.ptr().as_ptr() as usize as u64))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {

@@ -8,6 +8,7 @@ use std::alloc::Layout;
 use std::ptr::NonNull;
 
 use super::error::error;
+use crate::device::Release;
 use crate::error::{ErrorKind, Result};
 
 /// Alignment of device allocations, as `cudaMalloc` guarantees.
@@ -15,15 +16,24 @@ pub(super) const DEVICE_ALIGN: usize = 256;
 /// Alignment of pinned allocations: one page.
 pub(super) const PAGE_ALIGN: usize = 4096;
 
-/// One owned, zero-initialised block of host memory.
+/// One block of host memory: owned and zero-initialised, or adopted.
 ///
-/// Invariant: `ptr` points to `layout.size()` bytes allocated with `layout`,
-/// valid until drop; `size <= layout.size()`.
+/// Invariant: `ptr` points to at least `size` bytes valid until drop: when
+/// owned, `layout.size()` bytes allocated with `layout` (`size <=
+/// layout.size()`); when adopted, as the adopter promised.
 pub(super) struct HostMemory {
     ptr: NonNull<u8>,
-    layout: Layout,
     size: usize,
     pub(super) pinned: bool,
+    owner: Owner,
+}
+
+/// Who frees a block.
+enum Owner {
+    /// This block, allocated with the layout.
+    Heap(Layout),
+    /// Another library: its release runs when the block is dropped.
+    Foreign { _release: Option<Release> },
 }
 
 // SAFETY: HostMemory owns its block exclusively; concurrent access to the
@@ -51,7 +61,18 @@ impl HostMemory {
         // SAFETY: layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or_else(oom)?;
-        Ok(Self { ptr, layout, size, pinned })
+        Ok(Self { ptr, size, pinned, owner: Owner::Heap(layout) })
+    }
+
+    /// Device memory at `address` that another library owns.
+    ///
+    /// # Safety
+    /// `size` bytes at `address` stay valid until the block is dropped
+    /// (and its release has run).
+    pub(super) unsafe fn adopted(address: u64, size: usize, release: Option<Release>) -> Result<Self> {
+        let ptr = NonNull::new(address as usize as *mut u8)
+            .ok_or_else(|| error("adopt_memory", ErrorKind::InvalidHandle, "the address is null"))?;
+        Ok(Self { ptr, size, pinned: false, owner: Owner::Foreign { _release: release } })
     }
 
     /// Size in bytes as requested.
@@ -67,8 +88,10 @@ impl HostMemory {
 
 impl Drop for HostMemory {
     fn drop(&mut self) {
-        // SAFETY: ptr was allocated with layout in `new` and is freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        if let Owner::Heap(layout) = self.owner {
+            // SAFETY: ptr was allocated with layout in `new` and is freed once.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout) };
+        }
     }
 }
 

@@ -6,14 +6,15 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::command_queue::{
-    CommandQueue, enqueue_copy_buffer, enqueue_fill_buffer, enqueue_nd_range_kernel, enqueue_read_buffer,
-    enqueue_write_buffer,
+    CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, CL_QUEUE_PROFILING_ENABLE,
+    CL_QUEUE_PROPERTIES, CommandQueue, enqueue_copy_buffer, enqueue_fill_buffer, enqueue_nd_range_kernel,
+    enqueue_read_buffer, enqueue_write_buffer, get_command_queue_info, retain_command_queue,
 };
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
 use opencl3::kernel::Kernel;
-use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_mem};
+use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_command_queue, cl_context, cl_device_id, cl_mem};
 use smallvec::SmallVec;
 
 use super::error::{error, from_cl, from_code};
@@ -31,7 +32,7 @@ use crate::device::{
     check_copy_ranges, check_fill_range, check_kernel_limits, check_range,
 };
 use crate::device::{BuildOptions, KernelLimits};
-use crate::device::{LiveHandles, PeerRange, PeerRoute};
+use crate::device::{LiveHandles, PeerRange, PeerRoute, RawMemory, RawStream, Release};
 use crate::error::{ErrorKind, Result};
 use crate::host_kernel::HostKernel;
 
@@ -873,6 +874,57 @@ impl Device for OpenClDevice {
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
         self.allocs.remove("free", alloc.0).map(drop)
+    }
+
+    unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
+        let RawMemory::ClMem(mem) = memory else {
+            return Err(error("adopt_memory", ErrorKind::Unsupported, "OpenCL adopts a cl_mem, not an address"));
+        };
+        if mem.is_null() {
+            return Err(error("adopt_memory", ErrorKind::InvalidHandle, "the cl_mem is null"));
+        }
+        // SAFETY: the caller promises a live memory object.
+        self.insert_alloc(unsafe { ClMemory::adopted(self.context.get(), mem.cast(), len, release)? })
+    }
+
+    unsafe fn raw_memory(&self, alloc: AllocId) -> Result<RawMemory> {
+        Ok(RawMemory::ClMem(self.allocs.with("raw_memory", alloc.0, |mem| mem.mem)?.cast()))
+    }
+
+    unsafe fn adopt_stream(&self, stream: RawStream) -> Result<StreamId> {
+        let raw: cl_command_queue = stream.0.cast();
+        if raw.is_null() {
+            return Err(error("adopt_stream", ErrorKind::InvalidHandle, "the cl_command_queue is null"));
+        }
+        let info = |param| get_command_queue_info(raw, param).map_err(from_code("clGetCommandQueueInfo"));
+        if isize::from(info(CL_QUEUE_CONTEXT)?) as cl_context != self.context.get()
+            || isize::from(info(CL_QUEUE_DEVICE)?) as cl_device_id != self.device.id()
+        {
+            return Err(error(
+                "adopt_stream",
+                ErrorKind::DeviceMismatch,
+                "the queue belongs to another OpenCL context or device than this device's",
+            ));
+        }
+        let properties = info(CL_QUEUE_PROPERTIES)?.to_ulong();
+        if properties & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0 {
+            return Err(error(
+                "adopt_stream",
+                ErrorKind::Unsupported,
+                "the queue runs its commands out of order; a stream is in order",
+            ));
+        }
+        let dimensions = self.device.max_work_item_dimensions().map_err(from_cl("clGetDeviceInfo"))?;
+        // SAFETY: the caller promises a live queue; the reference taken
+        // here is the CommandQueue's, released once when it drops.
+        unsafe { retain_command_queue(raw) }.map_err(from_code("clRetainCommandQueue"))?;
+        let queue = CommandQueue::new(raw, dimensions);
+        let profiling = properties & CL_QUEUE_PROFILING_ENABLE != 0;
+        Ok(StreamId(self.streams.insert_shared(ClStream::over(queue, profiling, &self.queues))))
+    }
+
+    unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
+        Ok(RawStream(self.queue("raw_stream", stream)?.queue.get().cast()))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {

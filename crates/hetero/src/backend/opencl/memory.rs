@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex};
 
 use opencl3::command_queue::{CommandQueue, enqueue_map_buffer, enqueue_unmap_mem_object};
 use opencl3::memory::{
-    CL_BUFFER_CREATE_TYPE_REGION, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
-    cl_buffer_region, create_buffer, create_sub_buffer, release_mem_object,
+    CL_BUFFER_CREATE_TYPE_REGION, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_CONTEXT, CL_MEM_READ_WRITE,
+    CL_MEM_SIZE, cl_buffer_region, create_buffer, create_sub_buffer, get_mem_object_info, release_mem_object,
+    retain_mem_object,
 };
 use opencl3::types::{CL_BLOCKING, cl_context, cl_mem};
 
 use super::error::{error, from_code};
+use crate::device::Release;
 use crate::error::{ErrorKind, Result};
 
 /// One OpenCL buffer, released on drop (unmapped first when pinned).
@@ -35,6 +37,9 @@ pub(super) struct ClMemory {
     /// commands. The buffer outlives every command that uses it (the
     /// trait's contract), so these do too.
     subs: Mutex<Vec<(usize, cl_mem)>>,
+    /// Where another library made the buffer: what runs once this
+    /// reference is released (after `mem`, by field order).
+    _release: Option<Release>,
 }
 
 /// Distinct kernel-argument offsets one buffer keeps sub-buffers for.
@@ -50,14 +55,46 @@ impl ClMemory {
     /// A device buffer of `size` bytes; `limit` is the device's largest allocation.
     pub(super) fn device(context: cl_context, size: usize, limit: u64) -> Result<Self> {
         let mem = create(context, CL_MEM_READ_WRITE, size, limit, "alloc_device")?;
-        Ok(Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()) })
+        Ok(Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()), _release: None })
+    }
+
+    /// A buffer another library made, of at least `size` bytes in
+    /// `context`: retained here, released (and `release` run) on drop.
+    ///
+    /// # Safety
+    /// `mem` must be a live memory object.
+    pub(super) unsafe fn adopted(
+        context: cl_context,
+        mem: cl_mem,
+        size: usize,
+        release: Option<Release>,
+    ) -> Result<Self> {
+        let refuse = |kind, message: String| Err(error("adopt_memory", kind, message));
+        let info = |param| get_mem_object_info(mem, param).map_err(from_code("clGetMemObjectInfo"));
+        if isize::from(info(CL_MEM_CONTEXT)?) as cl_context != context {
+            return refuse(
+                ErrorKind::DeviceMismatch,
+                "the cl_mem belongs to another OpenCL context than this device's".into(),
+            );
+        }
+        let held = info(CL_MEM_SIZE)?.to_size();
+        if held < size {
+            return refuse(
+                ErrorKind::OutOfBounds,
+                format!("the cl_mem holds {held} bytes, fewer than the {size} adopted"),
+            );
+        }
+        // SAFETY: mem is live (the caller's contract); the reference taken
+        // here is released once, in drop.
+        unsafe { retain_mem_object(mem) }.map_err(from_code("clRetainMemObject"))?;
+        Ok(Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()), _release: release })
     }
 
     /// A mapped, zeroed host buffer of `size` bytes, mapped through `queue`
     /// (the device's queue for mapping, which runs nothing else).
     pub(super) fn pinned(context: cl_context, queue: Arc<CommandQueue>, size: usize, limit: u64) -> Result<Self> {
         let mem = create(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, limit, "alloc_pinned")?;
-        let mut memory = Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()) };
+        let mut memory = Self { mem, size, mapped: None, subs: Mutex::new(Vec::new()), _release: None };
         let mut host: cl_mem = std::ptr::null_mut();
         // SAFETY: mem is a live buffer of max(size, 1) bytes; the blocking
         // map returns a pointer valid until it is unmapped in drop.

@@ -174,15 +174,21 @@ impl ClStream {
         profiling: bool,
         queues: &Arc<Queues>,
     ) -> Result<Arc<Self>> {
+        Ok(Self::over(create(context, device, profiling)?, profiling, queues))
+    }
+
+    /// A stream over `queue`, an in-order queue that profiles its commands
+    /// when `profiling`, one of `queues`.
+    pub(super) fn over(queue: CommandQueue, profiling: bool, queues: &Arc<Queues>) -> Arc<Self> {
         let stream = Arc::new(Self {
-            queue: create(context, device, profiling)?,
+            queue,
             profiling,
             last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
             oldest: AtomicU64::new(0),
             queues: Arc::clone(queues),
         });
         queues.streams.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&stream));
-        Ok(stream)
+        stream
     }
 
     fn lock(&self) -> MutexGuard<'_, Last> {
