@@ -24,6 +24,7 @@ pub mod markdown;
 pub mod output;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod stress;
 pub mod table;
 pub mod timeline;

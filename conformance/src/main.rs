@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use conformance::cli::{Choice, Cli};
+use conformance::cli::Cli;
 use conformance::dump::Dump;
 use conformance::output::Output;
-use conformance::report::{Report, SCHEMA_VERSION, Unavailable};
-use conformance::{Selection, Workload, markdown, run_device, table};
-use hetero::{Backend, Context};
+use conformance::report::SCHEMA_VERSION;
+use conformance::{Selection, markdown, session, table};
+use hetero::Context;
 
 /// A request that cannot run: printed, exit status 2.
 struct CannotRun(String);
@@ -40,22 +40,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         Ok(hetero::markers::Profiler::None) => {}
         Ok(p) => eprintln!("conform: profiler markers go to {p}"),
     }
-    let tuning = conformance::Tuning {
-        pull_streams: cli.pull_streams.iter().map(|&n| usize::from(n)).collect(),
-        pull_threads: cli.pull_threads.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
-        pull_framework: cli.pull_framework.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
-        pull_graphs: cli.pull_graphs.iter().filter(|&&n| n > 0).map(|&n| usize::from(n)).collect(),
-        pull_pageable: cli.pull_pageable,
-        wave_grid: cli.wave_grid.map(|n| n as usize),
-        wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
-        deterministic: cli.deterministic,
-    };
-    let wave = cli
-        .workload
-        .contains(&Workload::Wave)
-        .then(|| conformance::workloads::wave::Grid::tuned(cli.size, &tuning))
-        .transpose()
-        .map_err(CannotRun)?;
+    let tuning = session::tuning(cli);
     let files = cli.reports.named();
     conformance::output::check_distinct(&files).map_err(CannotRun)?;
     let library =
@@ -65,15 +50,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         conformance::compare::comparable(old, SCHEMA_VERSION, cli.size, cli.seed)
             .map_err(|e| CannotRun(format!("--against: {e}")))?;
     }
-    let (contexts, unavailable) = select(cli)?;
-    // An allocator setting that is not understood would fail every
-    // allocation, each a failed check: the run cannot start instead.
-    for ctx in &contexts {
-        hetero::AllocatorOptions::from_env(ctx.info().backend).map_err(|e| CannotRun(e.to_string()))?;
-    }
-    if let Some(grid) = wave {
-        check_memory(&contexts, grid)?;
-    }
+    let (contexts, unavailable) = session::prepare(cli, &tuning).map_err(CannotRun)?;
     // Only now, with the run sure to start, are outputs prepared: each is
     // renamed into place when written, so existing files survive a failure.
     let dump = match &cli.dump {
@@ -106,32 +83,26 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
              interval is each device's choice)\n"
             .to_string());
     }
-    let mut runs = Vec::new();
-    let mut baseline = conformance::Baseline::default();
     // On a terminal, a spinner with the latest result; otherwise (CI logs) a line per result.
     let progress = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new_spinner();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
         bar
     });
-    for (index, ctx) in contexts.iter().enumerate() {
-        if let Some(bar) = &progress {
-            bar.set_message(format!("{}: running", ctx.info().backend));
+    let on_result = |ctx: &Context, r: &conformance::report::ResultRecord| {
+        let line = format!(
+            "{} {} {}: {}",
+            ctx.info().backend,
+            r.workload.name(),
+            r.variant,
+            if r.passed { "pass" } else { "FAIL" }
+        );
+        match &progress {
+            Some(bar) => bar.set_message(line),
+            None => eprintln!("  {line}"),
         }
-        let peers = peers_of(&contexts, index);
-        let mut run = run_device(ctx, &peers, &selection, &mut baseline, |r| {
-            let line = format!(
-                "{} {} {}: {}",
-                ctx.info().backend,
-                r.workload.name(),
-                r.variant,
-                if r.passed { "pass" } else { "FAIL" }
-            );
-            match &progress {
-                Some(bar) => bar.set_message(line),
-                None => eprintln!("  {line}"),
-            }
-        });
+    };
+    let after = |ctx: &Context, run: &mut conformance::report::Run| {
         if cli.verbose {
             for (kind, k) in [("device", ctx.allocator_stats().device), ("pinned", ctx.allocator_stats().pinned)] {
                 say(format!(
@@ -147,7 +118,7 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
             }
         }
         if let Some(measured) = &library {
-            run.baseline = conformance::library::compare(measured, &run);
+            run.baseline = conformance::library::compare(measured, run);
             if run.baseline.is_none() {
                 eprintln!(
                     "  {}: no library baseline: it was measured on {}, this is {}",
@@ -155,23 +126,12 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
                 );
             }
         }
-        runs.push(run);
-    }
+    };
+    let runs = session::run_all(&contexts, &selection, on_result, after);
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }
-    let mut report = Report {
-        schema_version: SCHEMA_VERSION,
-        hetero_version: env!("CARGO_PKG_VERSION").to_string(),
-        seed: cli.seed,
-        size: cli.size,
-        deterministic: cli.deterministic,
-        runs,
-        unavailable,
-        node_health: Vec::new(),
-    };
-    report.flag_slow_devices(cli.slow_threshold);
-    report.node_health = report.health();
+    let report = session::report(&selection, cli.deterministic, runs, unavailable, cli.slow_threshold);
     say(table::render(&report));
     let total = report.runs.iter().map(|r| r.results.len()).sum::<usize>();
     let failed = report.runs.iter().flat_map(|r| &r.results).filter(|r| !r.passed).count();
@@ -207,122 +167,4 @@ fn run(cli: &Cli) -> Result<bool, CannotRun> {
         regressed = !found.flags.is_empty() && cli.fail_on_regression;
     }
     Ok(report.passed() && !regressed)
-}
-
-/// The other selected devices of `contexts[index]`'s backend when it is
-/// the first of them (the split workloads run from it), else none.
-fn peers_of(contexts: &[hetero::Context], index: usize) -> Vec<hetero::Context> {
-    let backend = contexts[index].info().backend;
-    if contexts[..index].iter().any(|c| c.info().backend == backend) {
-        return Vec::new();
-    }
-    contexts[index + 1..].iter().filter(|c| c.info().backend == backend).cloned().collect()
-}
-
-/// The backends `choices` name, and whether each is required: a backend
-/// named on its own is, one that `auto`/`all` brings in is not.
-fn requested(choices: &[Choice]) -> Vec<(Backend, bool)> {
-    let mut wanted: Vec<(Backend, bool)> = Vec::new();
-    for choice in choices {
-        let (backends, required) = match choice {
-            Choice::Auto | Choice::All => (hetero::compiled_backends(), false),
-            Choice::Host => (vec![Backend::Host], true),
-            Choice::Opencl => (vec![Backend::OpenCl], true),
-            Choice::Cuda => (vec![Backend::Cuda], true),
-            Choice::Hip => (vec![Backend::Hip], true),
-        };
-        for backend in backends {
-            match wanted.iter_mut().find(|(b, _)| *b == backend) {
-                Some((_, r)) => *r |= required,
-                None => wanted.push((backend, required)),
-            }
-        }
-    }
-    wanted
-}
-
-/// The devices to run and the backends that were probed but are missing;
-/// an error naming every required backend that is missing, with its reason.
-fn select(cli: &Cli) -> Result<(Vec<Context>, Vec<Unavailable>), CannotRun> {
-    let mut contexts = Vec::new();
-    let mut unavailable = Vec::new();
-    let mut missing = Vec::new();
-    for (backend, required) in requested(&cli.backend) {
-        let mut found = hetero::discover(backend);
-        let notes = found
-            .unavailable
-            .iter()
-            .map(|e| Unavailable { backend: backend.name().to_string(), reason: e.to_string() })
-            .collect::<Vec<_>>();
-        let had_devices = !found.devices.is_empty();
-        let reason = match found.take_list(&cli.device) {
-            Ok(devices) => {
-                // Platforms or devices that failed while others work: reported, not fatal.
-                unavailable.extend(notes);
-                contexts.extend(devices.into_iter().map(Context::new));
-                continue;
-            }
-            Err(e) if had_devices => format!("--device {}: {e}", cli.device),
-            Err(e) => e,
-        };
-        if required {
-            missing.push(reason);
-        } else {
-            unavailable.push(Unavailable { backend: backend.name().to_string(), reason });
-        }
-    }
-    if !missing.is_empty() {
-        return Err(CannotRun(match missing.as_slice() {
-            [one] => one.clone(),
-            many => format!("{} requested backends are missing:\n  {}", many.len(), many.join("\n  ")),
-        }));
-    }
-    if contexts.is_empty() {
-        let reasons: Vec<String> = unavailable.iter().map(|u| format!("\n  {}: {}", u.backend, u.reason)).collect();
-        return Err(CannotRun(format!("no backend can run this request:{}", reasons.concat())));
-    }
-    Ok((contexts, unavailable))
-}
-
-/// Refuses a wave grid whose fields do not fit a device, or whose
-/// reference and snapshots do not fit the host's available memory, with
-/// the numbers (a 65536-cell grid aborted the process allocating 32 GiB).
-fn check_memory(contexts: &[Context], grid: conformance::workloads::wave::Grid) -> Result<(), CannotRun> {
-    let gib = |b: u128| b as f64 / f64::from(1u32 << 30);
-    for ctx in contexts {
-        let (need, have) = (grid.device_bytes(), u128::from(ctx.info().total_memory));
-        if need > have {
-            return Err(CannotRun(format!(
-                "wave on a {}x{} grid needs {:.1} GiB of device memory but {} `{}` has {:.1} GiB; choose a smaller --wave-grid",
-                grid.nx,
-                grid.ny,
-                gib(need),
-                ctx.info().backend,
-                ctx.info().name,
-                gib(have)
-            )));
-        }
-    }
-    if let Some(have) = available_host_memory() {
-        let need = grid.host_bytes();
-        if need > have {
-            return Err(CannotRun(format!(
-                "wave on a {}x{} grid with {} snapshots needs about {:.1} GiB of host memory (float64 reference and snapshots) but {:.1} GiB is available; choose a smaller --wave-grid or a larger --snapshot-every",
-                grid.nx,
-                grid.ny,
-                grid.steps / grid.snapshot_every,
-                gib(need),
-                gib(have)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `MemAvailable` from `/proc/meminfo`, where there is one.
-fn available_host_memory() -> Option<u128> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u128 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
