@@ -1,0 +1,122 @@
+//! The device-wide algorithms on any DLPack array: taken in without a
+//! copy, run on the array's device, in order after the producer's work.
+
+use std::sync::Arc;
+
+use hetero::algorithms::{ReduceOp, ScanKind, SortOrder};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::array::{Array, Inner, Named, with_typed};
+use crate::exchange::from_dlpack;
+use crate::to_py;
+
+fn reduce_op(op: &str) -> PyResult<ReduceOp> {
+    match op {
+        "sum" => Ok(ReduceOp::Sum),
+        "min" => Ok(ReduceOp::Min),
+        "max" => Ok(ReduceOp::Max),
+        other => Err(PyValueError::new_err(format!("op {other:?}: hetero reduces with \"sum\", \"min\" or \"max\""))),
+    }
+}
+
+/// A Python number from an element.
+trait ToPy {
+    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+}
+
+macro_rules! to_py_number {
+    ($($t:ty),*) => {$(
+        impl ToPy for $t {
+            fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+                Ok(self.into_pyobject(py)?.into_any().unbind())
+            }
+        }
+    )*};
+}
+
+to_py_number!(i32, u32, i64, u64, f32, f64);
+
+/// The sum (or `min`, `max`) of every element of `x`, as a Python number.
+#[pyfunction]
+#[pyo3(signature = (x, op = "sum"))]
+pub(crate) fn reduce(py: Python<'_>, x: &Bound<'_, PyAny>, op: &str) -> PyResult<Py<PyAny>> {
+    let op = reduce_op(op)?;
+    let array = from_dlpack(py, x)?;
+    let inner = Arc::clone(&array.inner);
+    let buffer = inner.buffer();
+    let h = &inner.handle;
+    with_typed!(&*buffer, b, T => {
+        let value: T = py.detach(|| h.algorithms.reduce_to_host(&h.stream, b, op)).map_err(to_py)?;
+        value.to_py(py)
+    })
+}
+
+/// The inclusive (or, with `exclusive`, exclusive) prefix sum of `x`
+/// (flattened), as a new array on its device.
+#[pyfunction]
+#[pyo3(signature = (x, exclusive = false))]
+pub(crate) fn scan(py: Python<'_>, x: &Bound<'_, PyAny>, exclusive: bool) -> PyResult<Array> {
+    let kind = if exclusive { ScanKind::Exclusive } else { ScanKind::Inclusive };
+    let array = from_dlpack(py, x)?;
+    let inner = Arc::clone(&array.inner);
+    let buffer = inner.buffer();
+    let h = &inner.handle;
+    let typed = with_typed!(&*buffer, b, T => {
+        let out = py.detach(|| {
+            let mut out = h.stream.alloc::<T>(b.len())?;
+            h.algorithms.scan(&h.stream, b, &mut out, kind)?;
+            Ok(out)
+        });
+        <T as Named>::wrap(out.map_err(to_py)?)
+    });
+    Ok(Array { inner: Inner::new(Arc::clone(h), typed, inner.shape.clone()) })
+}
+
+/// The sum (or `min`, `max`) of each segment `x[offsets[i]:offsets[i+1]]`
+/// of `x` (flattened), as a new array of `len(offsets) - 1` elements.
+#[pyfunction]
+#[pyo3(signature = (x, offsets, op = "sum"))]
+pub(crate) fn segmented_reduce(py: Python<'_>, x: &Bound<'_, PyAny>, offsets: Vec<u32>, op: &str) -> PyResult<Array> {
+    let op = reduce_op(op)?;
+    let segments =
+        offsets.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("offsets needs at least one value"))?;
+    let array = from_dlpack(py, x)?;
+    let inner = Arc::clone(&array.inner);
+    let buffer = inner.buffer();
+    let h = &inner.handle;
+    let typed = with_typed!(&*buffer, b, T => {
+        let out = py.detach(|| {
+            let mut out = h.stream.alloc::<T>(segments)?;
+            h.algorithms.segmented_reduce(&h.stream, b, &offsets, op, &mut out)?;
+            Ok(out)
+        });
+        <T as Named>::wrap(out.map_err(to_py)?)
+    });
+    Ok(Array { inner: Inner::new(Arc::clone(h), typed, vec![segments as i64]) })
+}
+
+/// `x` (flattened) sorted, stably, as a new array; `x` is left as it was.
+#[pyfunction]
+#[pyo3(signature = (x, descending = false))]
+pub(crate) fn sort(py: Python<'_>, x: &Bound<'_, PyAny>, descending: bool) -> PyResult<Array> {
+    let order = if descending { SortOrder::descending() } else { SortOrder::ascending() };
+    let array = from_dlpack(py, x)?;
+    let inner = Arc::clone(&array.inner);
+    let buffer = inner.buffer();
+    let h = &inner.handle;
+    let typed = with_typed!(&*buffer, b, T => {
+        let out = py.detach(|| {
+            let mut out = h.stream.alloc::<T>(b.len())?;
+            h.stream.copy(b, &mut out)?;
+            h.algorithms.sort(&h.stream, &mut out, &order)?;
+            Ok(out)
+        });
+        <T as Named>::wrap(out.map_err(to_py)?)
+    });
+    Ok(Array { inner: Inner::new(Arc::clone(h), typed, vec![typed_len(&inner)]) })
+}
+
+fn typed_len(inner: &Inner) -> i64 {
+    inner.shape.iter().product()
+}
