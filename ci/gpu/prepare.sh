@@ -39,6 +39,11 @@ for line in sys.stdin:
     | xargs -I{} cp {} "$out/bin/test-$test"
 done
 
+# The Python package's wheel (ci/gpu/python.sh installs it there).
+python3 -m venv "$out/maturin" && "$out/maturin/bin/pip" install -q "maturin>=1.9,<2"
+(cd python && "../$out/maturin/bin/maturin" build --release --strip --out "../$out/wheels" --target-dir ../target)
+rm -rf "$out/maturin"
+
 # An OpenCL ICD loader: the GPU machine has NVIDIA's OpenCL driver but no loader.
 (cd "$out/deb" && apt-get download -q ocl-icd-libopencl1 >/dev/null)
 

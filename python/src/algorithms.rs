@@ -37,16 +37,28 @@ macro_rules! to_py_number {
 
 to_py_number!(i32, u32, i64, u64, f32, f64);
 
-/// The sum (or `min`, `max`) of every element of `x`, as a Python number.
+/// The sum (or `min`, `max`) of every element of `x`: a Python number, or
+/// with `as_array` a one-element array on the device, returned without
+/// waiting for the device (for chaining, and for timing with events).
 #[pyfunction]
-#[pyo3(signature = (x, op = "sum"))]
-pub(crate) fn reduce(py: Python<'_>, x: &Bound<'_, PyAny>, op: &str) -> PyResult<Py<PyAny>> {
+#[pyo3(signature = (x, op = "sum", *, as_array = false))]
+pub(crate) fn reduce(py: Python<'_>, x: &Bound<'_, PyAny>, op: &str, as_array: bool) -> PyResult<Py<PyAny>> {
     let op = reduce_op(op)?;
     let array = from_dlpack(py, x)?;
     let inner = Arc::clone(&array.inner);
     let buffer = inner.buffer();
     let h = &inner.handle;
     with_typed!(&*buffer, b, T => {
+        if as_array {
+            let out = py.detach(|| {
+                let mut out = h.stream.alloc::<T>(1)?;
+                h.algorithms.reduce(&h.stream, b, op, &mut out)?;
+                Ok(out)
+            });
+            let typed = <T as Named>::wrap(out.map_err(to_py)?);
+            let array = Array { inner: Inner::new(Arc::clone(h), typed, vec![1]) };
+            return Ok(Py::new(py, array)?.into_any());
+        }
         let value: T = py.detach(|| h.algorithms.reduce_to_host(&h.stream, b, op)).map_err(to_py)?;
         value.to_py(py)
     })

@@ -44,6 +44,8 @@ def test_algorithms_match_numpy(dtype):
     assert hetero.reduce(x) == x.sum()
     assert hetero.reduce(x, op="min") == x.min()
     assert hetero.reduce(x, op="max") == x.max()
+    on_device = hetero.reduce(x, as_array=True)
+    assert on_device.shape == [1] and np.from_dlpack(on_device)[0] == x.sum()
     np.testing.assert_array_equal(np.from_dlpack(hetero.scan(x)), np.cumsum(x, dtype=dtype))
     exclusive = np.from_dlpack(hetero.scan(x, exclusive=True))
     np.testing.assert_array_equal(exclusive[1:], np.cumsum(x, dtype=dtype)[:-1])
