@@ -318,7 +318,8 @@ fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[
 /// the tracker, behaviour over the state (allocation, completion), buffers,
 /// launch arguments and events, modules, streams, the work that spans
 /// streams and devices (peer copies, graphs), the context, and at the top
-/// what adopts other libraries' memory and streams into it (ARCHITECTURE.md). The files were one import circle: the ground file
+/// what adopts other libraries' memory and streams into it
+/// (ARCHITECTURE.md). The files were one import circle: the ground file
 /// imported the allocator, the waiter and the peer bridges, the top floor.
 #[test]
 fn typed_layer_floors_hold_as_imports() {
