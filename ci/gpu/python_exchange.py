@@ -9,11 +9,16 @@ For each framework, on a 1 GiB array (2^28 int32):
     waited on the device, through the handshake's event);
   - host cost per exchange: the median wall time of `hetero.from_dlpack`
     (import) and of the framework's `from_dlpack` of a hetero array
-    (export), each over many rounds;
+    (export), each over many rounds; beside them the framework's own part
+    of each, measured alone: its `__dlpack__` with hetero's stream (what
+    an import calls), and its `from_dlpack` of one of its own arrays (the
+    same protocol with the framework on both sides);
   - the device time of `hetero.scan(x, exclusive=True)` and
     `hetero.reduce(x, as_array=True)` on the framework's array, from
-    events recorded on hetero's stream (median after warm-up), for
-    comparison with the same calls from Rust (`bench`, same machine).
+    events recorded on hetero's stream around ten calls in a row (so the
+    host's cost per call overlaps the device's work, as in the bench),
+    median of ten such groups after warm-up, for comparison with the same
+    calls from Rust (`bench`, the same call of the machine).
 Writes a JSON file and prints a summary.
 """
 
@@ -21,6 +26,7 @@ import argparse
 import json
 import statistics
 import time
+import warnings
 
 import cupy
 import torch
@@ -73,8 +79,28 @@ def exchange(name, make, spin, fill, still_queued, take_back, pointer, rounds):
         del a, y
     result["import_us_median"] = median_us(imports)
     result["export_us_median"] = median_us(exports)
+    # The framework's own part of each.
+    hetero_stream = hetero.device("cuda", 0).stream
+    produce, own = [], []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        capsule = x.__dlpack__(stream=hetero_stream, max_version=(1, 1))
+        t1 = time.perf_counter()
+        del capsule
+        t2 = time.perf_counter()
+        y = take_back(x)
+        t3 = time.perf_counter()
+        produce.append(t1 - t0)
+        own.append(t3 - t2)
+        del y
+    result["framework_dlpack_us_median"] = median_us(produce)
+    result["framework_own_round_trip_us_median"] = median_us(own)
+    result["hetero_import_share_us"] = result["import_us_median"] - result["framework_dlpack_us_median"]
+    result["hetero_export_share_us"] = result["export_us_median"] - result["framework_own_round_trip_us_median"]
     # Device time of the algorithms on the framework's array.
-    stream = cupy.cuda.ExternalStream(hetero.device("cuda", 0).stream)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        stream = cupy.cuda.ExternalStream(hetero_stream)
     for label, call in [
         ("scan_exclusive_ms", lambda: hetero.scan(x, exclusive=True)),
         ("reduce_sum_ms", lambda: hetero.reduce(x, as_array=True)),
@@ -83,12 +109,12 @@ def exchange(name, make, spin, fill, still_queued, take_back, pointer, rounds):
         for k in range(12):
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record(stream)
-            out = call()
+            outs = [call() for _ in range(10)]
             end.record(stream)
             end.synchronize()
             if k >= 2:
-                times.append(cupy.cuda.get_elapsed_time(start, end))
-            del out
+                times.append(cupy.cuda.get_elapsed_time(start, end) / 10)
+            del outs
         result[label] = statistics.median(times)
     return result
 
