@@ -122,4 +122,6 @@ pub mod guide_doctests {
     pub struct Graphs;
     #[doc = include_str!("../../../docs/guide/profiling.md")]
     pub struct Profiling;
+    #[doc = include_str!("../../../docs/guide/interop.md")]
+    pub struct Interop;
 }
