@@ -64,25 +64,46 @@ pub(crate) fn reduce(py: Python<'_>, x: &Bound<'_, PyAny>, op: &str, as_array: b
     })
 }
 
-/// The inclusive (or, with `exclusive`, exclusive) prefix sum of `x`
-/// (flattened), as a new array on its device.
+/// A new array made from the DLPack array `$x` on its device: `$make`
+/// runs with the interpreter let go, `$b` the input's buffer, `$t` its
+/// element type and `$h` the device's handle, and returns a buffer of `$t`;
+/// `$shape` gives the new array's shape from the input's.
+macro_rules! derive_array {
+    ($py:expr, $x:expr, |$b:ident, $t:ident, $h:ident| $make:block, $shape:expr) => {{
+        let array = from_dlpack($py, $x)?;
+        let inner = Arc::clone(&array.inner);
+        let buffer = inner.buffer();
+        let $h = &inner.handle;
+        let typed = with_typed!(&*buffer, $b, $t => {
+            let out: hetero::Result<hetero::DeviceBuffer<$t>> = $py.detach(|| $make);
+            <$t as Named>::wrap(out.map_err(to_py)?)
+        });
+        let shape: Vec<i64> = $shape(&inner.shape);
+        Ok(Array { inner: Inner::new(Arc::clone($h), typed, shape) })
+    }};
+}
+
+/// The shape of a flattened array.
+fn flat(shape: &[i64]) -> Vec<i64> {
+    vec![shape.iter().product()]
+}
+
+/// The inclusive (or, with `exclusive`, exclusive) prefix sum of `x`, as a
+/// new array of its shape on its device.
 #[pyfunction]
 #[pyo3(signature = (x, exclusive = false))]
 pub(crate) fn scan(py: Python<'_>, x: &Bound<'_, PyAny>, exclusive: bool) -> PyResult<Array> {
     let kind = if exclusive { ScanKind::Exclusive } else { ScanKind::Inclusive };
-    let array = from_dlpack(py, x)?;
-    let inner = Arc::clone(&array.inner);
-    let buffer = inner.buffer();
-    let h = &inner.handle;
-    let typed = with_typed!(&*buffer, b, T => {
-        let out = py.detach(|| {
+    derive_array!(
+        py,
+        x,
+        |b, T, h| {
             let mut out = h.stream.alloc::<T>(b.len())?;
             h.algorithms.scan(&h.stream, b, &mut out, kind)?;
             Ok(out)
-        });
-        <T as Named>::wrap(out.map_err(to_py)?)
-    });
-    Ok(Array { inner: Inner::new(Arc::clone(h), typed, inner.shape.clone()) })
+        },
+        |shape: &[i64]| shape.to_vec()
+    )
 }
 
 /// The sum (or `min`, `max`) of each segment `x[offsets[i]:offsets[i+1]]`
@@ -93,19 +114,16 @@ pub(crate) fn segmented_reduce(py: Python<'_>, x: &Bound<'_, PyAny>, offsets: Ve
     let op = reduce_op(op)?;
     let segments =
         offsets.len().checked_sub(1).ok_or_else(|| PyValueError::new_err("offsets needs at least one value"))?;
-    let array = from_dlpack(py, x)?;
-    let inner = Arc::clone(&array.inner);
-    let buffer = inner.buffer();
-    let h = &inner.handle;
-    let typed = with_typed!(&*buffer, b, T => {
-        let out = py.detach(|| {
+    derive_array!(
+        py,
+        x,
+        |b, T, h| {
             let mut out = h.stream.alloc::<T>(segments)?;
             h.algorithms.segmented_reduce(&h.stream, b, &offsets, op, &mut out)?;
             Ok(out)
-        });
-        <T as Named>::wrap(out.map_err(to_py)?)
-    });
-    Ok(Array { inner: Inner::new(Arc::clone(h), typed, vec![segments as i64]) })
+        },
+        |_: &[i64]| vec![segments as i64]
+    )
 }
 
 /// `x` (flattened) sorted, stably, as a new array; `x` is left as it was.
@@ -113,22 +131,15 @@ pub(crate) fn segmented_reduce(py: Python<'_>, x: &Bound<'_, PyAny>, offsets: Ve
 #[pyo3(signature = (x, descending = false))]
 pub(crate) fn sort(py: Python<'_>, x: &Bound<'_, PyAny>, descending: bool) -> PyResult<Array> {
     let order = if descending { SortOrder::descending() } else { SortOrder::ascending() };
-    let array = from_dlpack(py, x)?;
-    let inner = Arc::clone(&array.inner);
-    let buffer = inner.buffer();
-    let h = &inner.handle;
-    let typed = with_typed!(&*buffer, b, T => {
-        let out = py.detach(|| {
+    derive_array!(
+        py,
+        x,
+        |b, T, h| {
             let mut out = h.stream.alloc::<T>(b.len())?;
             h.stream.copy(b, &mut out)?;
             h.algorithms.sort(&h.stream, &mut out, &order)?;
             Ok(out)
-        });
-        <T as Named>::wrap(out.map_err(to_py)?)
-    });
-    Ok(Array { inner: Inner::new(Arc::clone(h), typed, vec![typed_len(&inner)]) })
-}
-
-fn typed_len(inner: &Inner) -> i64 {
-    inner.shape.iter().product()
+        },
+        flat
+    )
 }

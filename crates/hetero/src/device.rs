@@ -588,7 +588,10 @@ pub trait Device: Send + Sync + 'static {
         Err(unsupported(self.info().backend, "adopt_stream", "this device adopts no foreign streams"))
     }
     /// The native handle of a stream, for another library to enqueue its
-    /// work in order with hetero's (while the stream lives).
+    /// work in order with hetero's (while the stream lives): work enqueued
+    /// on it natively after this call runs after everything hetero queued
+    /// on the stream before it (OpenCL, whose waits wait for the stream's
+    /// next command, enqueues them as a marker and flushes).
     ///
     /// # Safety
     /// `stream` must be owned by the caller.

@@ -110,7 +110,10 @@ impl<T: Pod, K, D: Device> Buffer<T, K, D> {
 
 impl<D: Device> Stream<D> {
     /// The native stream, for another library to enqueue work in order
-    /// with hetero's (while this stream lives).
+    /// with hetero's (while this stream lives): native work enqueued after
+    /// this call runs after everything hetero queued here before it. Ask
+    /// again after later hetero work (on OpenCL a wait is enqueued with
+    /// the stream's next command, which this call makes).
     pub fn raw(&self) -> Result<RawStream> {
         // SAFETY: the stream is owned by self.
         unsafe { self.device.raw_stream(self.id) }

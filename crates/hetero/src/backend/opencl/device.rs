@@ -924,7 +924,14 @@ impl Device for OpenClDevice {
     }
 
     unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
-        Ok(RawStream(self.queue("raw_stream", stream)?.queue.get().cast()))
+        let stream = self.queue("raw_stream", stream)?;
+        // Waits are deferred to a stream's next command and commands are
+        // flushed lazily: a marker takes the pending waits, and the flush
+        // submits everything, so native work enqueued from here on runs
+        // after all that hetero queued before.
+        stream.recording(false)?;
+        stream.flush()?;
+        Ok(RawStream(stream.queue.get().cast()))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
