@@ -268,7 +268,9 @@ pub fn dlpack_refuses_what_it_cannot_represent(ctx: &Context) {
 }
 
 /// On two devices: a stream of one is refused by the other (OpenCL checks
-/// the queue's device; CUDA its context; the host adopts no stream).
+/// the queue's device; CUDA its context; the host adopts no stream), and
+/// so is memory where the driver can tell (CUDA: the address's device;
+/// OpenCL: the `cl_mem`'s context, when the devices have one each).
 pub fn a_stream_of_one_device_is_refused_by_the_other(a: &Context, b: &Context) {
     if a.info().ordinal == b.info().ordinal && a.info().name == b.info().name {
         println!("skipped: one device, twice: its streams are the other's");
@@ -282,4 +284,12 @@ pub fn a_stream_of_one_device_is_refused_by_the_other(a: &Context, b: &Context) 
     // SAFETY: a live stream; refused before it is used.
     let refused = unsafe { b.adopt_stream(raw) }.unwrap_err();
     assert_eq!(refused.kind, ErrorKind::DeviceMismatch, "{refused}");
+    let one_context = a.peer_route(b).unwrap() == hetero::PeerRoute::Direct;
+    if a.info().backend == Backend::Cuda || (a.info().backend == Backend::OpenCl && !one_context) {
+        let (memory, release, released) = foreign_memory(a, 256);
+        // SAFETY: live memory of `a`; refused before it is used.
+        let refused = unsafe { b.adopt_buffer::<u32>(memory, 64, Some(release)) }.unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::DeviceMismatch, "{refused}");
+        assert!(released.load(Ordering::SeqCst), "a refusal runs the release");
+    }
 }
