@@ -7,7 +7,7 @@ use hetero::algorithms::{ReduceOp, ScanKind, SortOrder};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::array::{Array, Inner, Named, with_typed};
+use crate::array::{Array, Inner, Named, Typed, with_typed};
 use crate::exchange::from_dlpack;
 use crate::to_py;
 
@@ -20,22 +20,57 @@ fn reduce_op(op: &str) -> PyResult<ReduceOp> {
     }
 }
 
-/// A Python number from an element.
-trait ToPy {
-    fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>>;
+/// A reduce's result, made without the interpreter and turned into a
+/// Python number with it.
+enum Value {
+    Int(i64),
+    UInt(u64),
+    Float(f64),
 }
 
-macro_rules! to_py_number {
-    ($($t:ty),*) => {$(
-        impl ToPy for $t {
-            fn to_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-                Ok(self.into_pyobject(py)?.into_any().unbind())
+macro_rules! value_from {
+    ($($t:ty => $variant:ident as $wide:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(x: $t) -> Self {
+                Value::$variant(<$wide>::from(x))
             }
         }
     )*};
 }
 
-to_py_number!(i32, u32, i64, u64, f32, f64);
+value_from!(i32 => Int as i64, i64 => Int as i64, u32 => UInt as u64, u64 => UInt as u64, f32 => Float as f64, f64 => Float as f64);
+
+impl Value {
+    fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(match self {
+            Value::Int(x) => x.into_pyobject(py)?.into_any().unbind(),
+            Value::UInt(x) => x.into_pyobject(py)?.into_any().unbind(),
+            Value::Float(x) => x.into_pyobject(py)?.into_any().unbind(),
+        })
+    }
+}
+
+/// A new array made from the DLPack array `$x` on its device: `$make`
+/// runs with the interpreter let go (as does every lock of an array: a
+/// thread holding one may need the interpreter, for a DLPack deleter), `$b`
+/// the input's buffer, `$t` its element type and `$h` the device's
+/// handle, and returns a buffer of `$t`; `$shape` gives the new array's
+/// shape from the input's.
+macro_rules! derive_array {
+    ($py:expr, $x:expr, |$b:ident, $t:ident, $h:ident| $make:block, $shape:expr) => {{
+        let inner = Arc::clone(&from_dlpack($py, $x)?.inner);
+        let typed = $py.detach(|| -> hetero::Result<Typed> {
+            let buffer = inner.buffer();
+            let $h = &inner.handle;
+            with_typed!(&*buffer, $b, $t => {
+                let out: hetero::Result<hetero::DeviceBuffer<$t>> = (|| $make)();
+                Ok(<$t as Named>::wrap(out?))
+            })
+        });
+        let shape: Vec<i64> = $shape(&inner.shape);
+        Ok(Array { inner: Inner::new(Arc::clone(&inner.handle), typed.map_err(to_py)?, shape) })
+    }};
+}
 
 /// The sum (or `min`, `max`) of every element of `x`: a Python number, or
 /// with `as_array` a one-element array on the device, returned without
@@ -44,43 +79,29 @@ to_py_number!(i32, u32, i64, u64, f32, f64);
 #[pyo3(signature = (x, op = "sum", *, as_array = false))]
 pub(crate) fn reduce(py: Python<'_>, x: &Bound<'_, PyAny>, op: &str, as_array: bool) -> PyResult<Py<PyAny>> {
     let op = reduce_op(op)?;
-    let array = from_dlpack(py, x)?;
-    let inner = Arc::clone(&array.inner);
-    let buffer = inner.buffer();
-    let h = &inner.handle;
-    with_typed!(&*buffer, b, T => {
-        if as_array {
-            let out = py.detach(|| {
+    if as_array {
+        let array: PyResult<Array> = derive_array!(
+            py,
+            x,
+            |b, T, h| {
                 let mut out = h.stream.alloc::<T>(1)?;
                 h.algorithms.reduce(&h.stream, b, op, &mut out)?;
                 Ok(out)
-            });
-            let typed = <T as Named>::wrap(out.map_err(to_py)?);
-            let array = Array { inner: Inner::new(Arc::clone(h), typed, vec![1]) };
-            return Ok(Py::new(py, array)?.into_any());
-        }
-        let value: T = py.detach(|| h.algorithms.reduce_to_host(&h.stream, b, op)).map_err(to_py)?;
-        value.to_py(py)
-    })
-}
-
-/// A new array made from the DLPack array `$x` on its device: `$make`
-/// runs with the interpreter let go, `$b` the input's buffer, `$t` its
-/// element type and `$h` the device's handle, and returns a buffer of `$t`;
-/// `$shape` gives the new array's shape from the input's.
-macro_rules! derive_array {
-    ($py:expr, $x:expr, |$b:ident, $t:ident, $h:ident| $make:block, $shape:expr) => {{
-        let array = from_dlpack($py, $x)?;
-        let inner = Arc::clone(&array.inner);
+            },
+            |_: &[i64]| vec![1]
+        );
+        return Ok(Py::new(py, array?)?.into_any());
+    }
+    let inner = Arc::clone(&from_dlpack(py, x)?.inner);
+    let value = py.detach(|| -> hetero::Result<Value> {
         let buffer = inner.buffer();
-        let $h = &inner.handle;
-        let typed = with_typed!(&*buffer, $b, $t => {
-            let out: hetero::Result<hetero::DeviceBuffer<$t>> = $py.detach(|| $make);
-            <$t as Named>::wrap(out.map_err(to_py)?)
-        });
-        let shape: Vec<i64> = $shape(&inner.shape);
-        Ok(Array { inner: Inner::new(Arc::clone($h), typed, shape) })
-    }};
+        let h = &inner.handle;
+        with_typed!(&*buffer, b, T => {
+            let value: T = h.algorithms.reduce_to_host(&h.stream, b, op)?;
+            Ok(value.into())
+        })
+    });
+    value.map_err(to_py)?.into_py(py)
 }
 
 /// The shape of a flattened array.

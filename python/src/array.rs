@@ -87,13 +87,18 @@ pub(crate) struct Inner {
     pub(crate) handle: Arc<Handle>,
     buffer: Mutex<Typed>,
     pub(crate) shape: Vec<i64>,
+    dtype: &'static str,
 }
 
 impl Inner {
     pub(crate) fn new(handle: Arc<Handle>, buffer: Typed, shape: Vec<i64>) -> Arc<Self> {
-        Arc::new(Self { handle, buffer: Mutex::new(buffer), shape })
+        let dtype = buffer.dtype();
+        Arc::new(Self { handle, buffer: Mutex::new(buffer), shape, dtype })
     }
 
+    /// The buffer, locked. Only ever taken with the interpreter let go: a
+    /// thread holding it may run a DLPack deleter, which takes the
+    /// interpreter.
     pub(crate) fn buffer(&self) -> MutexGuard<'_, Typed> {
         self.buffer.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -118,7 +123,7 @@ impl Array {
     /// The element type, as NumPy names it.
     #[getter]
     fn dtype(&self) -> &'static str {
-        self.inner.buffer().dtype()
+        self.inner.dtype
     }
 
     /// The device the array lives on.

@@ -93,3 +93,33 @@ def test_conform_returns_the_report():
     assert {r["workload"] for r in results} == {"reduce", "scan"}
     with pytest.raises(ValueError):
         hetero.conform(size="enormous")
+
+
+def test_threads_sharing_arrays_do_not_deadlock():
+    """Guards against a lock of an array held with the interpreter: a
+    thread waiting for it (holding the interpreter) and the holder running
+    a NumPy deleter (which needs the interpreter) would wait for each
+    other."""
+    import threading
+
+    shared = hetero.from_dlpack(np.arange(50_000, dtype=np.float64))
+    errors = []
+
+    def work():
+        try:
+            for _ in range(40):
+                fresh = hetero.from_dlpack(np.ones(1000, dtype=np.float64))  # its deleter is NumPy's
+                assert hetero.reduce(fresh) == 1000.0
+                del fresh
+                assert np.from_dlpack(hetero.scan(shared))[-1] == 50_000 * 49_999 / 2
+                assert shared.dtype == "float64"
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "threads sharing arrays hung"
+    assert not errors, errors
