@@ -191,7 +191,7 @@ pub fn dlpack_import_waits_for_the_producer_on_the_device(ctx: &Context) {
 
 /// A deleter that counts its calls, for tensors made by hand.
 unsafe extern "C" fn count_deletion(tensor: *mut DLManagedTensorVersioned) {
-    // SAFETY: the test's tensors carry a leaked counter as their context.
+    // SAFETY: the test's tensors carry a counter that outlives them as their context.
     let calls = unsafe { &*(*tensor).manager_ctx.cast::<std::sync::atomic::AtomicUsize>() };
     calls.fetch_add(1, Ordering::SeqCst);
 }
@@ -207,7 +207,10 @@ pub fn dlpack_refuses_what_it_cannot_represent(ctx: &Context) {
         hetero::RawMemory::Address(a) => a as usize as *mut std::ffi::c_void,
         hetero::RawMemory::ClMem(m) => m,
     };
-    let calls: &'static std::sync::atomic::AtomicUsize = Box::leak(Box::new(std::sync::atomic::AtomicUsize::new(0)));
+    // Every deletion happens before this function returns (refusals at
+    // once, the import once dropped and reaped), so the counter can live here.
+    let counter = std::sync::atomic::AtomicUsize::new(0);
+    let calls = &counter;
     let mut shape = [8i64, 8];
     let mut strides = [1i64, 8];
     let shape_ptr = shape.as_mut_ptr();
