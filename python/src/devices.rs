@@ -24,9 +24,8 @@ static HANDLES: Mutex<Vec<Arc<Handle>>> = Mutex::new(Vec::new());
 
 /// The handle of device `ordinal` of `backend`, made at its first use.
 pub(crate) fn handle(backend: Backend, ordinal: usize) -> PyResult<Arc<Handle>> {
-    let mut handles = HANDLES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(h) = handles.iter().find(|h| h.ctx.info().backend == backend && h.ctx.info().ordinal == ordinal) {
-        return Ok(Arc::clone(h));
+    if let Some(h) = known(backend, ordinal) {
+        return Ok(h);
     }
     let mut found = hetero::discover(backend);
     let at = found.devices.iter().position(|d| hetero::Device::info(d).ordinal == ordinal);
@@ -39,7 +38,24 @@ pub(crate) fn handle(backend: Backend, ordinal: usize) -> PyResult<Arc<Handle>> 
             why.join("; ")
         )));
     };
-    let ctx = Context::new(found.devices.swap_remove(at));
+    keep(found.devices.swap_remove(at))
+}
+
+/// The handle made so far for device `ordinal` of `backend`.
+fn known(backend: Backend, ordinal: usize) -> Option<Arc<Handle>> {
+    let handles = HANDLES.lock().unwrap_or_else(PoisonError::into_inner);
+    handles.iter().find(|h| h.ctx.info().backend == backend && h.ctx.info().ordinal == ordinal).cloned()
+}
+
+/// The handle of `device`: the one made before for the same device (a
+/// thread may have made it meanwhile), or a new one kept from now on.
+fn keep(device: hetero::AnyDevice) -> PyResult<Arc<Handle>> {
+    let (backend, ordinal) = (hetero::Device::info(&device).backend, hetero::Device::info(&device).ordinal);
+    let mut handles = HANDLES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(h) = handles.iter().find(|h| h.ctx.info().backend == backend && h.ctx.info().ordinal == ordinal) {
+        return Ok(Arc::clone(h));
+    }
+    let ctx = Context::new(device);
     let handle = Arc::new(Handle { algorithms: Algorithms::new(&ctx), stream: ctx.stream().map_err(to_py)?, ctx });
     handles.push(Arc::clone(&handle));
     Ok(handle)
@@ -108,9 +124,9 @@ impl Device {
 pub(crate) fn devices() -> PyResult<Vec<Device>> {
     let mut all = Vec::new();
     for backend in hetero::compiled_backends() {
-        let count = hetero::discover(backend).devices.len();
-        for ordinal in 0..count {
-            all.push(Device { handle: handle(backend, ordinal)? });
+        // One discovery per backend: a device with a handle already keeps it.
+        for device in hetero::discover(backend).devices {
+            all.push(Device { handle: keep(device)? });
         }
     }
     Ok(all)

@@ -76,8 +76,7 @@ struct Taken(NonNull<DLManagedTensorVersioned>);
 unsafe impl Send for Taken {}
 
 /// The tensor of a `dltensor_versioned` capsule, taken from it (the
-/// capsule is renamed, so its destructor leaves the tensor alone) when its
-/// element type is one of the module's; otherwise the capsule keeps it.
+/// capsule is renamed, so its destructor leaves the tensor alone).
 fn take_capsule(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResult<Taken> {
     let raw = capsule.as_ptr();
     // SAFETY: `raw` is a live object; a capsule's name is checked first.
@@ -90,22 +89,15 @@ fn take_capsule(py: Python<'_>, capsule: &Bound<'_, PyAny>) -> PyResult<Taken> {
     let pointer = unsafe { pyo3::ffi::PyCapsule_GetPointer(raw, NAME.as_ptr()) };
     let tensor = NonNull::new(pointer.cast::<DLManagedTensorVersioned>())
         .ok_or_else(|| PyErr::take(py).unwrap_or_else(|| PyTypeError::new_err("an empty DLPack capsule")))?;
-    // SAFETY: the capsule still owns a valid tensor.
-    let dtype = unsafe { tensor.as_ref().dl_tensor.dtype };
-    if ![i32::DTYPE, u32::DTYPE, i64::DTYPE, u64::DTYPE, f32::DTYPE, f64::DTYPE].contains(&dtype) {
-        return Err(crate::HeteroError::new_err(format!(
-            "a DLPack array of type {dtype:?} (code, bits, lanes): hetero takes int32, uint32, int64, uint64, float32 and float64"
-        )));
-    }
-    // SAFETY: as above; renamed, the capsule no longer owns the tensor.
+    // SAFETY: a valid capsule of that name; renamed, it no longer owns the tensor.
     if unsafe { pyo3::ffi::PyCapsule_SetName(raw, USED.as_ptr()) } != 0 {
         return Err(PyErr::fetch(py));
     }
     Ok(Taken(tensor))
 }
 
-/// The tensor as the variant its DLPack type names (one of the module's:
-/// checked by [`take_capsule`]).
+/// The tensor as the variant its DLPack type names; any other type is
+/// refused, the tensor deleted.
 ///
 /// # Safety
 /// As [`dlpack::import`].
@@ -142,7 +134,7 @@ pub(crate) fn export(
     dl_device: Option<(i32, i32)>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyAny>> {
-    if max_version.is_some_and(|(major, _)| major < dlpack::DLPACK_MAJOR_VERSION) || max_version.is_none() {
+    if max_version.is_none_or(|(major, _)| major < dlpack::DLPACK_MAJOR_VERSION) {
         return Err(PyBufferError::new_err(
             "hetero exports DLPack 1.x tensors only: pass max_version=(1, 0) or later (NumPy 2.1, PyTorch 2.4 and CuPy 13.3 on do)",
         ));

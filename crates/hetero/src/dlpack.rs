@@ -186,18 +186,17 @@ pub fn export<T: Element, D: Device>(
     shape: &[i64],
     consumer: Option<Arc<Stream<D>>>,
 ) -> Result<NonNull<DLManagedTensorVersioned>> {
-    let info = buffer_info(&buffer);
-    let elements = shape_len(info.backend, "dlpack export", shape)?;
+    let (backend, ordinal) = (buffer.device.info().backend, buffer.device.info().ordinal);
+    let elements = shape_len(backend, "dlpack export", shape)?;
     if elements != buffer.len() {
         return Err(Error::new(
-            info.backend,
+            backend,
             "dlpack export",
             ErrorKind::OutOfBounds,
             format!("shape {shape:?} holds {elements} elements but the buffer holds {}", buffer.len()),
         ));
     }
-    let ndim =
-        i32::try_from(shape.len()).map_err(|_| unsupported(info.backend, "a tensor of more than 2^31 dimensions"))?;
+    let ndim = i32::try_from(shape.len()).map_err(|_| unsupported(backend, "a tensor of more than 2^31 dimensions"))?;
     let data = match buffer.raw_memory()? {
         RawMemory::Address(address) => address as usize as *mut c_void,
         RawMemory::ClMem(mem) => mem,
@@ -215,7 +214,7 @@ pub fn export<T: Element, D: Device>(
             flags: 0,
             dl_tensor: DLTensor {
                 data,
-                device: dl_device(info.backend, info.ordinal),
+                device: dl_device(backend, ordinal),
                 ndim,
                 dtype: T::DTYPE,
                 shape: std::ptr::null_mut(),
@@ -253,17 +252,6 @@ unsafe extern "C" fn delete<T: Element, D: Device>(tensor: *mut DLManagedTensorV
         // still waits for; nothing better is possible in a deleter.
         let _ = stream.acquire(buffer);
     }
-}
-
-/// The facts of a buffer's device that an exchange needs.
-struct Info {
-    backend: Backend,
-    ordinal: usize,
-}
-
-fn buffer_info<T: Pod, D: Device>(buffer: &DeviceBuffer<T, D>) -> Info {
-    let info = buffer.device.info();
-    Info { backend: info.backend, ordinal: info.ordinal }
 }
 
 fn unsupported(backend: Backend, what: impl std::fmt::Display) -> Error {
