@@ -298,3 +298,44 @@ pub fn a_failed_far_read_leaves_the_far_buffer_usable(a: &Context, b: &Context) 
         assert!(got.iter().all(|&v| v == 1), "round {round}");
     }
 }
+
+/// Copies large enough to move in two halves (OpenCL across contexts
+/// stages them through pinned memory), many in flight at once on three
+/// streams of one device, pulled and pushed, one stream held by a gate
+/// meanwhile: each copy's staging bytes are its own until its last write
+/// completes (defect guarded: a pooled staging buffer taken again while a
+/// copy still used it hands one copy's bytes to another).
+pub fn large_peer_copies_in_flight_keep_their_own_bytes(a: &Context, b: &Context) {
+    let (a, b) = (a.clone(), b.clone());
+    within(60, "large peer copies in flight", move || {
+        // Over 1 MiB twice, and not a multiple of 64 bytes.
+        let n = (3 << 20) / 4 + 7;
+        let copies = 12;
+        let data = |seed: usize| -> Vec<u32> {
+            (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) ^ (seed as u32).wrapping_mul(0x9e37_79b9)).collect()
+        };
+        let streams = [a.stream().unwrap(), a.stream().unwrap(), a.stream().unwrap()];
+        let sb = b.stream().unwrap();
+        let sources: Vec<_> = (0..copies).map(|s| sb.upload(&data(s)).unwrap()).collect();
+        let mut pulled: Vec<_> = (0..copies).map(|_| streams[1].alloc_zeros::<u32>(n).unwrap()).collect();
+        let mut pushed: Vec<_> = (0..copies).map(|_| sb.alloc_zeros::<u32>(n).unwrap()).collect();
+        sb.synchronize().unwrap();
+        streams[1].synchronize().unwrap();
+        let gate = a.user_event().unwrap();
+        streams[0].wait(&gate).unwrap();
+        for (i, (src, dst)) in sources.iter().zip(pulled.iter_mut()).enumerate() {
+            streams[i % 3].copy_peer(src, dst).unwrap();
+        }
+        for (i, (src, dst)) in pulled.iter().zip(pushed.iter_mut()).enumerate() {
+            streams[i % 3].copy_peer(src, dst).unwrap();
+        }
+        for i in (0..copies).filter(|i| i % 3 != 0) {
+            assert!(sb.download(&pushed[i]).unwrap() == data(i), "copy {i} there and back");
+        }
+        gate.complete().unwrap();
+        for i in 0..copies {
+            assert!(streams[1].download(&pulled[i]).unwrap() == data(i), "pulled copy {i}");
+            assert!(sb.download(&pushed[i]).unwrap() == data(i), "copy {i} there and back");
+        }
+    });
+}

@@ -20,8 +20,9 @@ use smallvec::SmallVec;
 use super::error::{error, from_cl, from_code};
 use super::event::{self, Bridged, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
-use super::memory::{ClMemory, Staging, View};
+use super::memory::{ClMemory, View};
 use super::module::{self, ClKernel};
+use super::staging::{self, StagingPool};
 use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
@@ -68,6 +69,9 @@ pub struct OpenClDevice {
     /// first copy, so that a copy held on one stream holds no other
     /// stream's copies (`a_gated_peer_copy_holds_no_other_stream`).
     peer_queues: Mutex<Vec<(StreamId, Arc<ClStream>)>>,
+    /// Pinned buffers for the staged peer copies made on this device's
+    /// streams ([`staging`]).
+    staging: StagingPool,
 }
 
 /// Peer queues a device keeps (one per near stream) before it lets idle ones go.
@@ -158,10 +162,12 @@ impl OpenClDevice {
             None => Arc::new(Context::from_device(&device).map_err(q("clCreateContext"))?),
         };
         let mapper = Arc::new(stream::create(&context, device.id(), false)?);
+        let max_alloc = device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?;
         Ok(Self {
+            staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
             queues: Queues::new(info.platform.starts_with("rusticl")),
-            max_alloc: device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?,
+            max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
             device,
@@ -196,51 +202,55 @@ impl OpenClDevice {
     }
 
     /// A copy from `source` (of device `from`) to `target` (of `to`)
-    /// through host memory, on `queue` (stream `near`) of this device, one
-    /// of the two: the read runs on the source's side, the write on the
-    /// destination's, the other device's half on its peer queue for `near`
-    /// ([`OpenClDevice::peer_queue`]), each half waiting for
-    /// the one before through a [`event::bridge`]. `queue` then follows
-    /// the write. On an error after a half was enqueued, both queues are
-    /// finished before it returns (nothing still uses the memory).
-    #[allow(clippy::too_many_arguments)]
+    /// through pinned host memory of this device ([`staging`]), on `queue`
+    /// (stream `near`) of this device, one of the two: the reads run on the
+    /// source's side, the writes on the destination's, the other device's
+    /// half on its peer queue for `near` ([`OpenClDevice::peer_queue`]).
+    /// Each write waits for its read through an [`event::bridge`]; from
+    /// [`staging::HALVES_FROM`] bytes the copy moves in two halves, so the
+    /// first half's write overlaps the second's read. `queue` then follows
+    /// the last write. On an error after a command was enqueued, both
+    /// queues are finished before it returns (nothing still uses the
+    /// memory).
     fn staged_copy(
         &self,
         (near, queue): (StreamId, &ClStream),
         (from, source, src): (&OpenClDevice, View, DeviceRange),
         (to, target, dst): (&OpenClDevice, View, DeviceRange),
     ) -> Result<()> {
-        let mut staging = Staging::new(src.len)?;
-        let bytes = staging.ptr();
+        let lease = self.staging.take(src.len)?;
+        let bytes = lease.ptr();
         let pull = std::ptr::eq(self, to);
         let theirs = if pull { from.peer_queue(near)? } else { to.peer_queue(near)? };
-        let read = |on: &ClStream| {
+        let (reader, writer) = if pull { (&*theirs, queue) } else { (queue, &*theirs) };
+        let read = |(at, len): (usize, usize)| {
             // SAFETY: the range lies in the buffer (checked by the caller);
-            // the staging bytes live until the last command using them
-            // completes; the wait list is valid for the call.
-            on.enqueue_flushed("clEnqueueReadBuffer", &mut |n, list| unsafe {
+            // the staging bytes (at least `src.len`) are this copy's until
+            // the last command using them completes; the wait list is valid
+            // for the call.
+            reader.enqueue_flushed("clEnqueueReadBuffer", &mut |n, list| unsafe {
                 enqueue_read_buffer(
-                    on.queue.get(),
+                    reader.queue.get(),
                     source.mem,
                     CL_NON_BLOCKING,
-                    src.offset,
-                    src.len,
-                    bytes.cast(),
+                    src.offset + at,
+                    len,
+                    bytes.add(at).cast(),
                     n,
                     list,
                 )
             })
         };
-        let write = |on: &ClStream| {
+        let write = |(at, len): (usize, usize)| {
             // SAFETY: as for the read.
-            on.enqueue_flushed("clEnqueueWriteBuffer", &mut |n, list| unsafe {
+            writer.enqueue_flushed("clEnqueueWriteBuffer", &mut |n, list| unsafe {
                 enqueue_write_buffer(
-                    on.queue.get(),
+                    writer.queue.get(),
                     target.mem,
                     CL_NON_BLOCKING,
-                    dst.offset,
-                    dst.len,
-                    bytes.cast(),
+                    dst.offset + at,
+                    len,
+                    bytes.add(at).cast(),
                     n,
                     list,
                 )
@@ -253,33 +263,33 @@ impl OpenClDevice {
                 let here = queue.recording(false)?;
                 queue.flush()?;
                 theirs.defer_wait(event::bridge(&here, &from.context, Bridged::Inherit)?);
-                let done = read(&theirs)?;
+            }
+            let pieces = staging::pieces(src.len);
+            let mut reads = Vec::with_capacity(pieces.len());
+            for &piece in &pieces {
+                let done = read(piece)?;
                 last = Some(Arc::clone(&done));
-                queue.defer_wait(event::bridge(&done, &self.context, Bridged::Inherit)?);
-                last = Some(write(queue)?);
-            } else {
-                let done = read(queue)?;
-                last = Some(Arc::clone(&done));
-                theirs.defer_wait(event::bridge(&done, &to.context, Bridged::Inherit)?);
-                let written = write(&theirs)?;
-                last = Some(Arc::clone(&written));
-                queue.defer_wait(event::bridge(&written, &self.context, Bridged::Inherit)?);
+                reads.push(done);
+            }
+            for (&piece, done) in pieces.iter().zip(&reads) {
+                writer.defer_wait(event::bridge(done, &to.context, Bridged::Inherit)?);
+                last = Some(write(piece)?);
+            }
+            if !pull {
+                if let Some(written) = &last {
+                    queue.defer_wait(event::bridge(written, &self.context, Bridged::Inherit)?);
+                }
                 queue.recording(false)?;
                 queue.flush()?;
             }
             Ok(())
         };
         let outcome = steps();
-        match last {
-            Some(last) => {
-                if outcome.is_err() {
-                    let _ = queue.finish();
-                    let _ = theirs.finish();
-                }
-                staging.free_after(&last);
-            }
-            None => drop(staging),
+        if outcome.is_err() && last.is_some() {
+            let _ = queue.finish();
+            let _ = theirs.finish();
         }
+        lease.give_back(last);
         outcome
     }
 

@@ -17,6 +17,7 @@ mod event;
 mod graph;
 mod memory;
 mod module;
+mod staging;
 mod stream;
 
 pub use device::OpenClDevice;
