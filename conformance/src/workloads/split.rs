@@ -62,7 +62,10 @@ use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction, total_ms};
 pub const MIN_BAND_ROWS: usize = 4;
 
 /// Steps a round has at most ([`halo_steps`]).
-pub const MAX_HALO_STEPS: usize = 64;
+pub const MAX_HALO_STEPS: usize = 128;
+
+/// Round lengths tried on the devices ([`rounds_to_try`]).
+pub const TRIED_ROUNDS: usize = 3;
 
 /// How a step's halo exchange is ordered against compute.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,29 +199,45 @@ impl Costs {
     }
 }
 
-/// The steps a round: of the divisors of `every` (snapshots then fall at a
-/// round's end) up to `limit`, and of those the multiples of [`FIELDS`]
-/// where there are any (every round then starts with the same field
-/// rotation, so a round's graph is replayed unchanged), the one with the
-/// least modelled time a step ([`Costs::per_step_ms`]), the longer on a
-/// tie; with costs that are not finite, the longest up to 8.
-pub fn round_steps(costs: Costs, limit: usize, every: usize) -> usize {
+/// The round lengths allowed: of the divisors of `every` (snapshots then
+/// fall at a round's end) up to `limit`, the multiples of [`FIELDS`] where
+/// there are any (every round then starts with the same field rotation,
+/// so a round's graph is replayed unchanged); ascending.
+fn round_candidates(limit: usize, every: usize) -> Vec<usize> {
     let divisors: Vec<usize> = (1..=limit.min(every).max(1)).filter(|d| every.is_multiple_of(*d)).collect();
     let rotating = divisors.iter().any(|d| d.is_multiple_of(FIELDS));
-    let candidates = divisors.into_iter().filter(|d| !rotating || d.is_multiple_of(FIELDS));
+    divisors.into_iter().filter(|d| !rotating || d.is_multiple_of(FIELDS)).collect()
+}
+
+/// The steps a round by the model: of the [`round_candidates`], the one
+/// with the least modelled time a step ([`Costs::per_step_ms`]), the
+/// longer on a tie; with costs that are not finite, the longest up to 8.
+pub fn round_steps(costs: Costs, limit: usize, every: usize) -> usize {
+    let candidates = round_candidates(limit, every);
     let finite = [costs.step_ms, costs.halo_fixed_ms, costs.halo_row_ms].iter().all(|c| c.is_finite() && *c >= 0.0);
     if !finite {
-        let mut candidates = candidates.peekable();
-        let smallest = candidates.peek().copied().unwrap_or(1);
-        return candidates.filter(|&d| d <= 8).max().unwrap_or(smallest);
+        let smallest = candidates.first().copied().unwrap_or(1);
+        return candidates.into_iter().filter(|&d| d <= 8).max().unwrap_or(smallest);
     }
     candidates
+        .into_iter()
         .map(|d| (d, costs.per_step_ms(d)))
         .fold(None, |best: Option<(usize, f64)>, (d, t)| match best {
             Some((_, b)) if b < t => best,
             _ => Some((d, t)),
         })
         .map_or(1, |(d, _)| d)
+}
+
+/// The round lengths to run on the devices, ascending: the model's choice
+/// ([`round_steps`]) and up to [`TRIED_ROUNDS`] − 1 longer candidates.
+/// The model counts the devices' work and copies; what it leaves out (the
+/// host's time enqueueing a round, the latency of each cross-device wait)
+/// is paid once a round, so a longer round can only gain from it.
+pub fn rounds_to_try(costs: Costs, limit: usize, every: usize) -> Vec<usize> {
+    let modelled = round_steps(costs, limit, every);
+    let longer = round_candidates(limit, every).into_iter().filter(|&d| d > modelled);
+    std::iter::once(modelled).chain(longer.take(TRIED_ROUNDS - 1)).collect()
 }
 
 /// The fields step `step` reads (two) and writes, as indices of the
@@ -763,6 +782,35 @@ fn measure(
     Ok(Costs { step_ms, own_rows: own.len(), halo_fixed_ms, halo_row_ms })
 }
 
+/// Each of `candidates` (round lengths) with its time a step in
+/// `split-overlap` over the first snapshot interval of `g` (the least of
+/// two runs, ms): the candidate with the least is the round length. A
+/// single candidate is not run (time NaN).
+fn try_rounds(
+    contexts: &[&Context],
+    env: &Env<'_>,
+    g: Grid,
+    source: &[f32],
+    candidates: &[usize],
+) -> Result<Vec<(usize, f64)>, Failure> {
+    if candidates.len() < 2 {
+        return Ok(candidates.iter().map(|&k| (k, f64::NAN)).collect());
+    }
+    let steps = g.snapshot_every.min(g.steps);
+    let trial = Grid { steps, snapshot_every: steps, ..g };
+    let source = source.get(..steps).ok_or_else(|| Failure::Internal("fewer source values than steps".into()))?;
+    let mut tried = Vec::new();
+    for &k in candidates {
+        let mut least = f64::INFINITY;
+        for _ in 0..2 {
+            let run = run_split(contexts, env.tuning, env.clock, trial, source, Split::Overlap, k)?;
+            least = least.min(run.total_ms / steps as f64);
+        }
+        tried.push((k, least));
+    }
+    Ok(tried)
+}
+
 /// The single-device runs a split run is checked and timed against.
 pub struct SingleRun<'a> {
     /// The `sync` run's snapshots.
@@ -793,7 +841,8 @@ pub fn run(
         return Ok(Vec::new());
     }
     let costs = measure(&contexts, env.tuning, env.clock, g, limit)?;
-    let k = round_steps(costs, limit, g.snapshot_every);
+    let tried = try_rounds(&contexts, env, g, source, &rounds_to_try(costs, limit, g.snapshot_every))?;
+    let k = tried.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map_or(1, |&(k, _)| k);
     let mut outcomes = Vec::new();
     for split in Split::ALL {
         let run = run_split(&contexts, env.tuning, env.clock, g, source, split, k)?;
@@ -806,6 +855,9 @@ pub fn run(
             .metric("halo_row_ms", costs.halo_row_ms)
             .metric("enqueue_ms", run.enqueue_ms)
             .with_output(super::Output::F32(run.snapshots.clone()));
+        for &(k, ms) in tried.iter().filter(|(_, ms)| ms.is_finite()) {
+            outcome.metrics.insert(format!("round_{k}_trial_step_ms"), ms);
+        }
         let differing = run.snapshots.iter().zip(single.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
         if differing > 0 || run.snapshots.len() != single.snapshots.len() {
             outcome.note = Some(format!("{differing} snapshot values differ from the single-device sync run's"));
@@ -834,7 +886,7 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Band, Costs, MAX_HALO_STEPS, bands, edges, halo_steps, interior, round_steps};
+    use super::{Band, Costs, MAX_HALO_STEPS, bands, edges, halo_steps, interior, round_steps, rounds_to_try};
 
     #[test]
     fn bands_cover_the_grid_with_halo_rows_of_a_round() {
@@ -907,5 +959,21 @@ mod tests {
         assert_eq!(round_steps(unknown, 64, 100), 5, "the longest candidate up to 8");
         assert_eq!(round_steps(unknown, 64, 30), 5);
         assert_eq!(round_steps(costs, 0, 1), 1);
+    }
+
+    /// The model's choice is run beside the next longer candidates, never
+    /// shorter ones, and only candidates the model allows.
+    #[test]
+    fn the_rounds_tried_are_the_models_and_longer() {
+        let dear = Costs { step_ms: 0.028, own_rows: 2048, halo_fixed_ms: 1.0, halo_row_ms: 1e-5 };
+        assert_eq!(rounds_to_try(dear, 128, 100), vec![100], "nothing longer to try");
+        assert_eq!(rounds_to_try(dear, 64, 100), vec![50]);
+        let costs = Costs { halo_fixed_ms: 0.005, ..dear };
+        let tried = rounds_to_try(costs, 128, 100);
+        assert_eq!(tried[0], round_steps(costs, 128, 100));
+        assert!(tried.windows(2).all(|w| w[0] < w[1]) && tried.len() <= 3 && tried.len() >= 2, "{tried:?}");
+        let cheap = Costs { halo_fixed_ms: 1e-6, halo_row_ms: 0.0, ..dear };
+        assert_eq!(rounds_to_try(cheap, 128, 100), vec![5, 10, 20]);
+        assert_eq!(rounds_to_try(cheap, 4, 30), vec![1, 2, 3]);
     }
 }
