@@ -209,9 +209,10 @@ fn round_candidates(limit: usize, every: usize) -> Vec<usize> {
     divisors.into_iter().filter(|d| !rotating || d.is_multiple_of(FIELDS)).collect()
 }
 
-/// The steps a round by the model: of the [`round_candidates`], the one
-/// with the least modelled time a step ([`Costs::per_step_ms`]), the
-/// longer on a tie; with costs that are not finite, the longest up to 8.
+/// The steps a round by the model: of the round lengths allowed
+/// (`round_candidates`), the one with the least modelled time a step
+/// ([`Costs::per_step_ms`]), the longer on a tie; with costs that are not
+/// finite, the longest up to 8.
 pub fn round_steps(costs: Costs, limit: usize, every: usize) -> usize {
     let candidates = round_candidates(limit, every);
     let finite = [costs.step_ms, costs.halo_fixed_ms, costs.halo_row_ms].iter().all(|c| c.is_finite() && *c >= 0.0);

@@ -20,9 +20,8 @@ use smallvec::SmallVec;
 use super::error::{error, from_cl, from_code};
 use super::event::{self, Bridged, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
-use super::memory::{ClMemory, View};
+use super::memory::{self, ClMemory, StagingPool, View};
 use super::module::{self, ClKernel};
-use super::staging::{self, StagingPool};
 use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
@@ -70,7 +69,7 @@ pub struct OpenClDevice {
     /// stream's copies (`a_gated_peer_copy_holds_no_other_stream`).
     peer_queues: Mutex<Vec<(StreamId, Arc<ClStream>)>>,
     /// Pinned buffers for the staged peer copies made on this device's
-    /// streams ([`staging`]).
+    /// streams ([`StagingPool`]).
     staging: StagingPool,
 }
 
@@ -202,12 +201,12 @@ impl OpenClDevice {
     }
 
     /// A copy from `source` (of device `from`) to `target` (of `to`)
-    /// through pinned host memory of this device ([`staging`]), on `queue`
+    /// through pinned host memory of this device ([`StagingPool`]), on `queue`
     /// (stream `near`) of this device, one of the two: the reads run on the
     /// source's side, the writes on the destination's, the other device's
     /// half on its peer queue for `near` ([`OpenClDevice::peer_queue`]).
     /// Each write waits for its read through an [`event::bridge`]; from
-    /// [`staging::HALVES_FROM`] bytes the copy moves in two halves, so the
+    /// [`memory::HALVES_FROM`] bytes the copy moves in two halves, so the
     /// first half's write overlaps the second's read. `queue` then follows
     /// the last write. On an error after a command was enqueued, both
     /// queues are finished before it returns (nothing still uses the
@@ -264,7 +263,7 @@ impl OpenClDevice {
                 queue.flush()?;
                 theirs.defer_wait(event::bridge(&here, &from.context, Bridged::Inherit)?);
             }
-            let pieces = staging::pieces(src.len);
+            let pieces = memory::pieces(src.len);
             let mut reads = Vec::with_capacity(pieces.len());
             for &piece in &pieces {
                 let done = read(piece)?;

@@ -17,7 +17,6 @@ mod event;
 mod graph;
 mod memory;
 mod module;
-mod staging;
 mod stream;
 
 pub use device::OpenClDevice;
