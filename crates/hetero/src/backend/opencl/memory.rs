@@ -320,19 +320,19 @@ impl Lease<'_> {
         self.slot.as_ref().and_then(|slot| slot.memory.host_ptr()).map_or(std::ptr::null_mut(), |p| p.as_ptr())
     }
 
-    /// Returns the buffer to its pool, busy until `last` (the last command
-    /// enqueued that uses the bytes, if any) has completed or failed.
+    /// Returns the buffer to its pool (on drop), busy until `last` (the
+    /// last command enqueued that uses the bytes, if any) has completed or
+    /// failed.
     pub(super) fn give_back(mut self, last: Option<Arc<Event>>) {
-        if let Some(mut slot) = self.slot.take() {
+        if let Some(slot) = &mut self.slot {
             slot.last = last;
-            self.pool.slots.lock().unwrap_or_else(PoisonError::into_inner).push(slot);
         }
     }
 }
 
 impl Drop for Lease<'_> {
-    /// A lease dropped without [`Lease::give_back`] had no command enqueued
-    /// on its bytes: the buffer goes back idle.
+    /// The buffer goes back to its pool: idle unless [`Lease::give_back`]
+    /// named a last command.
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
             self.pool.slots.lock().unwrap_or_else(PoisonError::into_inner).push(slot);
