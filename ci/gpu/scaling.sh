@@ -2,34 +2,43 @@
 # Runs on a GPU machine with two or more GPUs, from the repository root,
 # after ci/gpu/prepare.sh prepared .gpu/ here and the device call carried it:
 #
-#   bash ci/gpu/scaling.sh [BACKENDS]
+#   bash ci/gpu/scaling.sh [BACKENDS] [PARTS]
 #
-# How the split wave scales: ci/gpu/node.sh at large (wave and bandwidth:
-# topology, peer copies against the raw call, torch's baseline, then
-# `conform --device all`), then the wave alone at medium on every device,
-# then the API tests across two devices (two-devices.log).
+# How the split wave scales, in parts (PARTS, comma-separated, default
+# `large,medium,tests`; a device call of ten minutes holds about two):
+# `large` is ci/gpu/node.sh at large (wave and bandwidth: topology, peer
+# copies against the raw call, torch's baseline, then `conform --device
+# all`), `medium` the wave alone at medium on every device, `tests` the
+# API tests across two devices (two-devices.log).
 # Everything goes to $OUT/scaling.tgz (node-*.json/md, node-large.log), a
 # table of the split's speed-ups (from the JSON reports, with python3) to
 # $OUT/summary.txt and the output.
 set -uo pipefail
 backends=${1:-cuda,hip,opencl}
+parts=,${2:-large,medium,tests},
 bin=.gpu/bin
 status=0
 final=${OUT:-/tmp/hetero-out}
 export OUT=$final/scaling
 mkdir -p "$OUT"
-bash ci/gpu/node.sh "$backends" large wave,bandwidth 200 > "$OUT/node-large.log" 2>&1 || status=1
+if [[ $parts == *,large,* ]]; then
+  bash ci/gpu/node.sh "$backends" large wave,bandwidth 240 > "$OUT/node-large.log" 2>&1 || status=1
+fi
 backends_for_env=$backends
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh
-for backend in ${backends//,/ }; do
-  echo "== conform --backend $backend --device all --workload wave --size medium"
-  timeout 90 "$bin/conform" --backend "$backend" --device all --workload wave --size medium \
-    --json "$out/node-$backend-medium.json" --markdown "$out/node-$backend-medium.md" >>"$out/node-medium.log" 2>&1 || status=1
-done
-echo "== API tests across two devices (peer copies, waits, staging)"
-HETERO_REQUIRE=$backends timeout 240 "$bin/test-api" --test-threads=1 two_devices >"$out/two-devices.log" 2>&1 || status=1
-grep -E "^test result|FAILED|panicked" "$out/two-devices.log"
+if [[ $parts == *,medium,* ]]; then
+  for backend in ${backends//,/ }; do
+    echo "== conform --backend $backend --device all --workload wave --size medium"
+    timeout 90 "$bin/conform" --backend "$backend" --device all --workload wave --size medium \
+      --json "$out/node-$backend-medium.json" --markdown "$out/node-$backend-medium.md" >>"$out/node-medium.log" 2>&1 || status=1
+  done
+fi
+if [[ $parts == *,tests,* ]]; then
+  echo "== API tests across two devices (peer copies, waits, staging)"
+  HETERO_REQUIRE=$backends timeout 240 "$bin/test-api" --test-threads=1 two_devices >"$out/two-devices.log" 2>&1 || status=1
+  grep -E "^test result|FAILED|panicked" "$out/two-devices.log"
+fi
 python3 - "$out" <<'PY' | tee "$final/summary.txt"
 import glob, json, sys
 print(f"{'report':<28}{'variant':<15}{'devices':>8}{'k':>4}{'ms':>10}{'vs best 1':>10}{'vs sync':>9}{'hidden':>8}{'enqueue':>9}")

@@ -521,6 +521,13 @@ struct SplitRun {
     intervals: Vec<Vec<Interval>>,
 }
 
+/// What a split run enqueues: eager launches on each device's fields, or
+/// replays of each device's round graph (which borrows them).
+enum Work<'f> {
+    Eager(&'f mut [Vec<DeviceBuffer<f32>>]),
+    Rounds(Vec<Round<'f>>),
+}
+
 /// Each device's part, zeroed fields and kernel for a split of `g` into `bands`.
 type Parts<'a> = (Vec<Part<'a>>, Vec<Vec<DeviceBuffer<f32>>>, Vec<Kernel>);
 
@@ -569,6 +576,18 @@ fn run_split(
 ) -> Result<SplitRun, Failure> {
     let bands = bands(g.ny, contexts.len(), k).ok_or_else(|| Failure::Internal("too few rows per device".into()))?;
     let (mut parts, mut fields, kernels) = parts(contexts, tuning, g, &bands, split)?;
+    // Round graphs are recorded before the clock starts, as the
+    // single-device `graph` variant records its interval before its own.
+    let mut work = match split {
+        Split::Sync => Work::Eager(&mut fields),
+        Split::Overlap => {
+            let mut rounds = Vec::new();
+            for ((part, fields), kernel) in parts.iter().zip(&mut fields).zip(&kernels) {
+                rounds.push(Round::record(part.ctx, kernel, fields, part.band, g, k)?);
+            }
+            Work::Rounds(rounds)
+        }
+    };
     let since = Instant::now();
     let mut marks = Vec::new();
     let mut timelines = Vec::new();
@@ -585,15 +604,9 @@ fn run_split(
         });
     }
     let enqueue = Instant::now();
-    match split {
-        Split::Sync => eager(&mut parts, &mut fields, &kernels, &mut timelines, g, source, k)?,
-        Split::Overlap => {
-            let mut rounds = Vec::new();
-            for ((part, fields), kernel) in parts.iter().zip(&mut fields).zip(&kernels) {
-                rounds.push(Round::record(part.ctx, kernel, fields, part.band, g, k)?);
-            }
-            in_rounds(&mut parts, &mut rounds, &kernels, &mut timelines, g, source, k)?;
-        }
+    match &mut work {
+        Work::Eager(fields) => eager(&mut parts, fields, &kernels, &mut timelines, g, source, k)?,
+        Work::Rounds(rounds) => in_rounds(&mut parts, rounds, &kernels, &mut timelines, g, source, k)?,
     }
     let enqueue_ms = enqueue.elapsed().as_secs_f64() * 1e3;
     let mut total_ms = 0.0f64;

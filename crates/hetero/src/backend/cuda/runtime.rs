@@ -76,6 +76,19 @@ pub(crate) const DRIVER_SYMBOLS: &[(&str, Option<&str>)] = &[
 /// The oldest driver API the backend runs on: CUDA 12.0 (R525 drivers).
 pub(crate) const OLDEST_DRIVER: i32 = 12000;
 
+/// Entry points called only where the driver exports them all (CUDA 12.3,
+/// R545, and later): with them a graph's changed launch arguments are set
+/// node by node ([`Runtime::exec_set_launch`]) instead of capturing the
+/// whole graph again.
+pub(crate) const PER_NODE_SYMBOLS: &[&str] = &["cuGraphExecKernelNodeSetParams_v2", "cuStreamGetCaptureInfo_v3"];
+
+/// Whether this driver exports [`PER_NODE_SYMBOLS`], found at discovery.
+static PER_NODE: OnceLock<bool> = OnceLock::new();
+
+fn per_node_updates() -> bool {
+    PER_NODE.get().copied().unwrap_or(false)
+}
+
 /// The entry points of [`DRIVER_SYMBOLS`] that a library exporting the
 /// names `has` answers for lacks, fallback included.
 pub(crate) fn missing_symbols(has: impl Fn(&str) -> bool) -> Vec<&'static str> {
@@ -128,6 +141,7 @@ pub(super) fn check_driver() -> Result<()> {
         .map(|f| *f)
         .map_err(|e| error("load libcuda", ErrorKind::Unavailable, format!("cuEventElapsedTime: {e}")))?;
     let _ = ELAPSED.set(elapsed);
+    let _ = PER_NODE.set(PER_NODE_SYMBOLS.iter().all(|name| has(name)));
     Ok(())
 }
 
@@ -253,6 +267,7 @@ impl Runtime for Cuda {
     type Ptr = sys::CUdeviceptr;
     type Graph = sys::CUgraph;
     type GraphExec = sys::CUgraphExec;
+    type GraphNode = sys::CUgraphNode;
     /// `cuGraphExecDestroy` frees a graph in flight once it completes, and
     /// an update "only affect[s] future launches" (CUDA driver API reference).
     const GRAPHS_OUTLIVE_LAUNCHES: bool = true;
@@ -701,6 +716,67 @@ impl Runtime for Cuda {
         let _ = unsafe { sys::cuGraphExecDestroy(exec) };
     }
 
+    unsafe fn captured_node(&self, stream: sys::CUstream) -> Result<Option<sys::CUgraphNode>> {
+        if !per_node_updates() {
+            return Ok(None);
+        }
+        let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let (mut nodes, mut count): (*const sys::CUgraphNode, usize) = (std::ptr::null(), 0);
+        // SAFETY: valid out-pointers (the optional ones null); the caller's
+        // contract: a live stream, capturing.
+        check("cuStreamGetCaptureInfo_v3", unsafe {
+            sys::cuStreamGetCaptureInfo_v3(
+                stream,
+                &mut status,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut nodes,
+                std::ptr::null_mut(),
+                &mut count,
+            )
+        })?;
+        // After an enqueue, the capture's next node depends on that one alone.
+        if count != 1 || nodes.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: the driver's array of `count` (1) nodes, valid until the
+        // next call on the stream.
+        Ok(Some(unsafe { *nodes }))
+    }
+
+    unsafe fn exec_set_launch(
+        &self,
+        exec: sys::CUgraphExec,
+        node: sys::CUgraphNode,
+        function: sys::CUfunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let ([gx, gy, gz], [bx, by, bz]) = (grid, block);
+        let node_params = sys::CUDA_KERNEL_NODE_PARAMS {
+            func: function,
+            gridDimX: gx,
+            gridDimY: gy,
+            gridDimZ: gz,
+            blockDimX: bx,
+            blockDimY: by,
+            blockDimZ: bz,
+            sharedMemBytes: shared_bytes,
+            kernelParams: params,
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        };
+        // SAFETY: the caller's contract: a launch node of the graph `exec`
+        // came from, a live function, one pointer per parameter (read and
+        // copied by the call).
+        check("cuGraphExecKernelNodeSetParams_v2", unsafe {
+            sys::cuGraphExecKernelNodeSetParams_v2(exec, node, &node_params)
+        })
+    }
+
     unsafe fn launch(
         &self,
         function: sys::CUfunction,
@@ -720,7 +796,7 @@ impl Runtime for Cuda {
 
 #[cfg(test)]
 mod tests {
-    use super::{DRIVER_SYMBOLS, missing_symbols};
+    use super::{DRIVER_SYMBOLS, PER_NODE_SYMBOLS, missing_symbols};
     use crate::backend::gpu::symbols;
     use std::collections::BTreeSet;
 
@@ -732,8 +808,12 @@ mod tests {
         let sources =
             [include_str!("mod.rs"), include_str!("runtime.rs"), include_str!("compile.rs"), include_str!("error.rs")];
         let called = symbols::called(&sources, "sys", "cu");
-        let listed: BTreeSet<String> =
-            DRIVER_SYMBOLS.iter().map(|(n, _)| n.to_string()).filter(|n| n != "cuEventElapsedTime_v2").collect();
+        let listed: BTreeSet<String> = DRIVER_SYMBOLS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .filter(|n| n != "cuEventElapsedTime_v2")
+            .chain(PER_NODE_SYMBOLS.iter().map(|n| n.to_string()))
+            .collect();
         assert_eq!(called, listed);
     }
 

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::device::GpuDevice;
-use super::graph::{GpuGraph, Launched};
+use super::graph::{GpuGraph, Launched, Source};
 use super::runtime::Runtime;
 use super::stream::GpuStream;
 use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId, pinned_address};
@@ -51,7 +51,7 @@ impl<R: Runtime> GpuDevice<R> {
     ///
     /// # Safety
     /// As [`Device::create_graph`].
-    unsafe fn capture(&self, nodes: &[GraphNode]) -> Result<R::Graph> {
+    unsafe fn capture(&self, nodes: &[GraphNode]) -> Result<Captured<R>> {
         let (count, events_needed) = GraphNode::counts(nodes);
         let count = count.max(1);
         let flags = StreamFlags { non_blocking: true, ..StreamFlags::default() };
@@ -78,7 +78,8 @@ impl<R: Runtime> GpuDevice<R> {
         // SAFETY: the stream capturing since capture_begin.
         let graph = unsafe { runtime.capture_end(raw[0].raw) };
         match (captured, graph) {
-            (Ok(()), graph) => graph,
+            (Ok(launches), Ok(graph)) => Ok(Captured { graph, launches }),
+            (Ok(_), Err(e)) => Err(e),
             (Err(e), Ok(graph)) => {
                 // SAFETY: the graph just captured, never instantiated.
                 unsafe { runtime.graph_destroy(graph) };
@@ -90,7 +91,9 @@ impl<R: Runtime> GpuDevice<R> {
 
     /// Enqueues `nodes` on capturing streams: the other streams join the
     /// capture by waiting for `fork` events of stream 0, and stream 0 waits
-    /// for each of them at the end (`join`), as capture requires.
+    /// for each of them at the end (`join`), as capture requires. Returns
+    /// the runtime node of each launch (`None` for other operations), or
+    /// `None` where the runtime does not name them.
     ///
     /// # Safety
     /// As [`Device::create_graph`]; stream 0 is capturing.
@@ -102,8 +105,9 @@ impl<R: Runtime> GpuDevice<R> {
         events: &[R::Event],
         fork: &[R::Event],
         join: &[R::Event],
-    ) -> Result<()> {
+    ) -> Result<Option<Vec<Option<R::GraphNode>>>> {
         let runtime = &*self.runtime;
+        let mut launches = Some(Vec::with_capacity(nodes.len()));
         for (k, &event) in fork.iter().enumerate() {
             // SAFETY: live private events and streams of the current device.
             unsafe {
@@ -121,10 +125,21 @@ impl<R: Runtime> GpuDevice<R> {
                     GraphOp::CopyD2H { src, dst } => self.copy_d2h(*src, pinned_address(self, *dst)?, stream)?,
                     GraphOp::CopyD2D { src, dst } => self.copy_d2d(*src, *dst, stream)?,
                     GraphOp::Fill { dst, pattern } => self.fill_u32(*dst, *pattern, stream)?,
-                    GraphOp::Launch { kernel, config, args } => self.launch(*kernel, config, args, stream)?,
+                    GraphOp::Launch { kernel, config, args } => {
+                        self.launch(*kernel, config, args, stream)?;
+                        // The private stream, capturing.
+                        match (runtime.captured_node(raw[node.stream].raw)?, &mut launches) {
+                            (Some(launch), Some(named)) => named.push(Some(launch)),
+                            _ => launches = None,
+                        }
+                        continue;
+                    }
                     GraphOp::Record { event } => runtime.event_record(events[*event], raw[node.stream].raw)?,
                     GraphOp::Wait { event } => runtime.stream_wait_event(raw[node.stream].raw, events[*event])?,
                 }
+            }
+            if let Some(named) = &mut launches {
+                named.push(None);
             }
         }
         for (k, &event) in join.iter().enumerate() {
@@ -134,7 +149,7 @@ impl<R: Runtime> GpuDevice<R> {
                 runtime.stream_wait_event(raw[0].raw, event)?;
             }
         }
-        Ok(())
+        Ok(launches)
     }
 
     /// [`Device::create_graph`]: capture, instantiate (the device is current).
@@ -143,58 +158,176 @@ impl<R: Runtime> GpuDevice<R> {
     /// As [`Device::create_graph`].
     pub(super) unsafe fn build_graph(&self, nodes: &[GraphNode]) -> Result<GpuGraph<R>> {
         // SAFETY: the caller's contract.
-        let graph = unsafe { self.capture(nodes) }?;
-        let runtime = &*self.runtime;
-        // SAFETY: the graph just captured; destroyed once, after.
-        let exec = unsafe { runtime.graph_instantiate(graph) };
-        // SAFETY: as above (an instantiated graph does not need its source).
-        unsafe { runtime.graph_destroy(graph) };
+        let captured = unsafe { self.capture(nodes) }?;
+        // SAFETY: the graph just captured.
+        let (exec, source) = unsafe { self.instantiate(captured, nodes) }?;
         Ok(GpuGraph {
-            exec: Mutex::new(Launched { exec: exec?, done: None, old: Vec::new() }),
+            exec: Mutex::new(Launched { exec, done: None, old: Vec::new(), source }),
             runtime: Arc::clone(&self.runtime),
         })
     }
 
-    /// [`Device::update_graph`]: capture `nodes` again and update the
-    /// executable in place, or instantiate anew where the runtime refuses
-    /// (the device is current).
+    /// Instantiates `captured`, the capture of `nodes`, and keeps it as the
+    /// executable's [`Source`] where its launches are named; else destroys
+    /// it (an instantiated graph does not need its source).
+    ///
+    /// # Safety
+    /// `captured` was just captured and is destroyed by nobody else.
+    unsafe fn instantiate(
+        &self,
+        captured: Captured<R>,
+        nodes: &[GraphNode],
+    ) -> Result<(R::GraphExec, Option<Source<R>>)> {
+        let runtime = &*self.runtime;
+        // SAFETY: the caller's contract.
+        let exec = unsafe { runtime.graph_instantiate(captured.graph) };
+        match (exec, captured.launches) {
+            (Ok(exec), Some(launches)) => {
+                Ok((exec, Some(Source { graph: captured.graph, nodes: nodes.to_vec(), launches })))
+            }
+            (exec, _) => {
+                // SAFETY: the caller's contract; destroyed once.
+                unsafe { runtime.graph_destroy(captured.graph) };
+                exec.map(|exec| (exec, None))
+            }
+        }
+    }
+
+    /// [`Device::update_graph`]: where only launches' arguments changed and
+    /// the runtime named the launches, each changed launch is set in place
+    /// ([`Runtime::exec_set_launch`]); else `nodes` are captured again and
+    /// the executable updated in place, or instantiated anew where the
+    /// runtime refuses or keeps the source graph (the device is current).
     ///
     /// # Safety
     /// As [`Device::update_graph`].
     pub(super) unsafe fn rebuild_graph(&self, graph: &GpuGraph<R>, nodes: &[GraphNode]) -> Result<()> {
-        // SAFETY: the caller's contract.
-        let captured = unsafe { self.capture(nodes) }?;
         let runtime = &*self.runtime;
         let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
-        let result = if !R::GRAPHS_OUTLIVE_LAUNCHES && launched.in_flight(runtime) {
-            // A launch may be queued: a new executable, the old one kept
-            // until its stream is idle.
+        let outlives = R::GRAPHS_OUTLIVE_LAUNCHES || !launched.in_flight(runtime);
+        // SAFETY: the caller's contract; queued launches are left as they were.
+        if outlives && unsafe { self.set_launches(&mut launched, nodes) }.is_ok() {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        let captured = unsafe { self.capture(nodes) }?;
+        if launched.source.is_some() || !outlives {
+            // A new executable, with the source its nodes come from; the
+            // old one kept until its launches are done, or destroyed now
+            // where the runtime lets queued launches outlive it.
             // SAFETY: the graph just captured.
-            unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
-                let old = std::mem::replace(&mut launched.exec, exec);
-                if let Some(event) = launched.done.take() {
-                    launched.old.push((old, event));
+            let (exec, source) = unsafe { self.instantiate(captured, nodes) }?;
+            let old = std::mem::replace(&mut launched.exec, exec);
+            let old_source = std::mem::replace(&mut launched.source, source);
+            // SAFETY: replaced above; each destroyed once.
+            unsafe {
+                match launched.done.take() {
+                    Some(event) if !R::GRAPHS_OUTLIVE_LAUNCHES => launched.old.push((old, event)),
+                    done => {
+                        runtime.graph_exec_destroy(old);
+                        if let Some(event) = done {
+                            let _ = runtime.event_destroy(event);
+                        }
+                    }
                 }
-            })
-        } else {
-            // SAFETY: a live executable and the graph just captured.
-            match unsafe { runtime.graph_exec_update(launched.exec, captured) } {
-                Ok(true) => Ok(()),
-                Ok(false) => {
-                    // SAFETY: as above; the old executable goes once the
-                    // new one is in place (queued launches keep it, see
-                    // GRAPHS_OUTLIVE_LAUNCHES, or none is queued).
-                    unsafe { runtime.graph_instantiate(captured) }.map(|exec| {
-                        let old = std::mem::replace(&mut launched.exec, exec);
-                        // SAFETY: replaced above, destroyed once.
-                        unsafe { runtime.graph_exec_destroy(old) };
-                    })
+                if let Some(source) = old_source {
+                    runtime.graph_destroy(source.graph);
                 }
-                Err(e) => Err(e),
             }
+            return Ok(());
+        }
+        // SAFETY: a live executable and the graph just captured.
+        let result = match unsafe { runtime.graph_exec_update(launched.exec, captured.graph) } {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                // SAFETY: as above; the old executable goes once the new one
+                // is in place (no launch of it is queued, or queued launches
+                // keep it, see GRAPHS_OUTLIVE_LAUNCHES).
+                unsafe { runtime.graph_instantiate(captured.graph) }.map(|exec| {
+                    let old = std::mem::replace(&mut launched.exec, exec);
+                    // SAFETY: replaced above, destroyed once.
+                    unsafe { runtime.graph_exec_destroy(old) };
+                })
+            }
+            Err(e) => Err(e),
         };
         // SAFETY: the captured graph, destroyed once.
-        unsafe { runtime.graph_destroy(captured) };
+        unsafe { runtime.graph_destroy(captured.graph) };
         result
     }
+
+    /// Sets the launches of `nodes` that differ from the executable's
+    /// [`Source`] in place. Fails, changing nothing, unless the executable
+    /// has a source whose nodes are `nodes` but for launch arguments; a
+    /// failure part way leaves the source without its nodes, so that the
+    /// caller captures the graph again.
+    ///
+    /// # Safety
+    /// As [`Device::update_graph`]; launches of the executable already
+    /// queued are not affected (the caller checked).
+    unsafe fn set_launches(&self, launched: &mut Launched<R>, nodes: &[GraphNode]) -> Result<()> {
+        let unchanged = |a: &GraphNode, b: &GraphNode| {
+            a.stream == b.stream
+                && match (&a.op, &b.op) {
+                    (GraphOp::Launch { kernel: k, config: c, .. }, GraphOp::Launch { kernel, config, .. }) => {
+                        k == kernel && c == config
+                    }
+                    (a, b) => a == b,
+                }
+        };
+        let exec = launched.exec;
+        let Some(source) = launched.source.as_mut() else { return Err(not_named(R::BACKEND)) };
+        if source.nodes.len() != nodes.len() || !source.nodes.iter().zip(nodes).all(|(a, b)| unchanged(a, b)) {
+            return Err(not_named(R::BACKEND));
+        }
+        for (i, node) in nodes.iter().enumerate() {
+            let GraphOp::Launch { kernel, config, args } = &node.op else { continue };
+            if source.nodes[i] == *node {
+                continue;
+            }
+            let set = source.launches[i].ok_or_else(|| not_named(R::BACKEND)).and_then(|launch| {
+                let function = self.function("update_graph", *kernel)?;
+                let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
+                self.with_params("update_graph", args, |params| {
+                    // SAFETY: a launch node of the graph `exec` came from,
+                    // with the recorded kernel and shape; the caller's
+                    // contract covers the arguments.
+                    unsafe {
+                        self.runtime.exec_set_launch(
+                            exec,
+                            launch,
+                            function,
+                            config.grid,
+                            config.block,
+                            shared_bytes,
+                            params,
+                        )
+                    }
+                })
+            });
+            if let Err(e) = set {
+                // Part set: the executable no longer runs `source.nodes`.
+                source.nodes.clear();
+                return Err(e);
+            }
+            source.nodes[i] = node.clone();
+        }
+        Ok(())
+    }
+}
+
+/// A captured graph, and the runtime node of each launch where it names them.
+struct Captured<R: Runtime> {
+    graph: R::Graph,
+    launches: Option<Vec<Option<R::GraphNode>>>,
+}
+
+/// Why a graph is captured again instead of set node by node.
+fn not_named(backend: crate::Backend) -> crate::error::Error {
+    crate::error::Error::new(
+        backend,
+        "update_graph",
+        crate::error::ErrorKind::Unsupported,
+        "the graph's launches cannot be set one by one",
+    )
 }

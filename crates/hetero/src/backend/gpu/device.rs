@@ -48,10 +48,14 @@ pub struct GpuDevice<R: Runtime> {
     modules: Handles<GpuModule<R>>,
     kernels: Handles<GpuKernel<R>>,
     graphs: Handles<GpuGraph<R>>,
-    /// The route to each peer device asked for so far, by its
-    /// [`Runtime::device_key`] (peer access is enabled once).
-    peer_routes: Mutex<Vec<(i64, PeerRoute)>>,
 }
+
+/// The route between each ordered pair of devices asked for so far in this
+/// process, by backend and [`Runtime::device_key`]s. Peer access belongs to
+/// the primary contexts, which the process keeps, so it is enabled once a
+/// pair for the process, not again for every later device object (each of
+/// which called `cuCtxEnablePeerAccess` and `cuMemPoolSetAccess` anew).
+static PEER_ROUTES: Mutex<Vec<(crate::Backend, i64, i64, PeerRoute)>> = Mutex::new(Vec::new());
 
 // SAFETY: the runtime's handles may be used from any thread; all mutable
 // state is behind mutexes; gate words are only accessed atomically.
@@ -120,7 +124,6 @@ impl<R: Runtime> GpuDevice<R> {
             modules: Handles::new(b, "module"),
             kernels: Handles::new(b, "kernel"),
             graphs: Handles::new(b, "graph"),
-            peer_routes: Mutex::new(Vec::new()),
         })
     }
 
@@ -167,14 +170,16 @@ impl<R: Runtime> GpuDevice<R> {
 
     /// How copies between this device and `peer` go: direct on one
     /// physical device, or where the runtime allows peer access (enabled
-    /// here, once per pair); else staged by the driver through the host.
+    /// here, once per pair and process: [`PEER_ROUTES`]); else staged by
+    /// the driver through the host.
     fn route_to(&self, peer: &Self) -> Result<PeerRoute> {
-        let key = peer.runtime.device_key();
-        if key == self.runtime.device_key() {
+        let (near, far) = (self.runtime.device_key(), peer.runtime.device_key());
+        if near == far {
             return Ok(PeerRoute::Direct);
         }
-        let mut routes = self.peer_routes.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&(_, route)) = routes.iter().find(|(k, _)| *k == key) {
+        let mut routes = PEER_ROUTES.lock().unwrap_or_else(PoisonError::into_inner);
+        let pair = (R::BACKEND, near, far);
+        if let Some(&(.., route)) = routes.iter().find(|(b, n, f, _)| (*b, *n, *f) == pair) {
             return Ok(route);
         }
         self.enter()?;
@@ -185,7 +190,7 @@ impl<R: Runtime> GpuDevice<R> {
         } else {
             PeerRoute::Staged
         };
-        routes.push((key, route));
+        routes.push((R::BACKEND, near, far, route));
         Ok(route)
     }
 
@@ -223,23 +228,38 @@ impl<R: Runtime> GpuDevice<R> {
         stream: StreamId,
     ) -> Result<()> {
         let held = self.stream("launch", stream)?;
+        let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
+        self.with_params("launch", args, |params| {
+            // SAFETY: params stay alive for the call (the runtime reads and
+            // copies them at launch, never writes); sizes are validated; the
+            // caller guarantees the kernel's parameter types and memory accesses.
+            self.check(unsafe {
+                self.runtime.launch(function, config.grid, config.block, shared_bytes, held.raw, params)
+            })
+        })
+    }
+
+    /// Calls `f` with the runtime's parameter array for `args`: one pointer
+    /// per argument, to a buffer's device pointer or a scalar's bytes in
+    /// `args`, at an address aligned for its type (struct bytes are 8-byte
+    /// aligned), valid for the call. The runtime reads each parameter's
+    /// bytes with the size the kernel declares (it only reads them).
+    pub(super) fn with_params<T>(
+        &self,
+        call: &'static str,
+        args: &[KernelArg],
+        f: impl FnOnce(*mut *mut c_void) -> Result<T>,
+    ) -> Result<T> {
         // Device pointers of the buffer arguments, at stable addresses for
-        // the launch. Launches of up to `INLINE_ARGS` arguments allocate
-        // nothing; plain loops, since collecting into a `Result` moves the
-        // inline arrays.
+        // the call. Up to `INLINE_ARGS` arguments allocate nothing; plain
+        // loops, since collecting into a `Result` moves the inline arrays.
         let mut pointers: SmallVec<[Option<R::Ptr>; INLINE_ARGS]> = SmallVec::new();
         for arg in args {
             pointers.push(match *arg {
-                KernelArg::Buffer { alloc, offset } => {
-                    Some(self.address("launch", DeviceRange { alloc, offset, len: 0 })?)
-                }
+                KernelArg::Buffer { alloc, offset } => Some(self.address(call, DeviceRange { alloc, offset, len: 0 })?),
                 _ => None,
             });
         }
-        // The runtime reads each parameter's bytes through its pointer, with
-        // the size the kernel declares (it only reads them): a buffer's
-        // device pointer, or a scalar's bytes in `args`, at an address aligned
-        // for its type (struct bytes are 8-byte aligned).
         let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
         for (pointer, arg) in pointers.iter_mut().zip(args) {
             params.push(match pointer {
@@ -247,13 +267,12 @@ impl<R: Runtime> GpuDevice<R> {
                 None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
             });
         }
-        let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
-        // SAFETY: params point into `pointers` and `args`, alive for the call (the runtime
-        // reads and copies them at launch, never writes); sizes are validated; the caller guarantees
-        // the kernel's parameter types and memory accesses.
-        self.check(unsafe {
-            self.runtime.launch(function, config.grid, config.block, shared_bytes, held.raw, params.as_mut_ptr())
-        })
+        f(params.as_mut_ptr())
+    }
+
+    /// The function of live kernel `kernel`.
+    pub(super) fn function(&self, call: &'static str, kernel: KernelId) -> Result<R::Function> {
+        self.kernels.with(call, kernel.0, |kernel| kernel.function)
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::runtime::Runtime;
 use super::stream::GpuStream;
+use crate::device::GraphNode;
 use crate::error::Result;
 
 /// An instantiated graph, and what its launches may still be running.
@@ -27,6 +28,21 @@ pub(super) struct Launched<R: Runtime> {
     pub(super) exec: R::GraphExec,
     pub(super) done: Option<R::Event>,
     pub(super) old: Vec<(R::GraphExec, R::Event)>,
+    /// Where the runtime names captured nodes: the graph `exec` was
+    /// instantiated from, which holds them.
+    pub(super) source: Option<Source<R>>,
+}
+
+/// The captured graph an executable was instantiated from, kept while the
+/// executable lives so that its launches can be changed node by node
+/// ([`Runtime::exec_set_launch`]).
+///
+/// Invariant: `nodes` are the operations `exec` runs now, and `launches[i]`
+/// is the runtime node of `nodes[i]` when that is a launch (else `None`).
+pub(super) struct Source<R: Runtime> {
+    pub(super) graph: R::Graph,
+    pub(super) nodes: Vec<GraphNode>,
+    pub(super) launches: Vec<Option<R::GraphNode>>,
 }
 
 // SAFETY: runtime graph handles may be used from any thread (the runtimes
@@ -118,6 +134,9 @@ impl<R: Runtime> Drop for GpuGraph<R> {
                 self.runtime.graph_exec_destroy(launched.exec);
                 if let Some(event) = launched.done.take() {
                     let _ = self.runtime.event_destroy(event);
+                }
+                if let Some(source) = launched.source.take() {
+                    self.runtime.graph_destroy(source.graph);
                 }
             }
         }

@@ -82,6 +82,8 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     type Graph: Copy + 'static;
     /// An instantiated graph (`CUgraphExec`, `hipGraphExec_t`).
     type GraphExec: Copy + 'static;
+    /// A node of a captured graph (`CUgraphNode`, `hipGraphNode_t`).
+    type GraphNode: Copy + 'static;
     /// Whether the runtime documents that destroying or updating an
     /// instantiated graph leaves launches already queued as they were
     /// (CUDA does; HIP states nothing, so the device keeps an executable
@@ -223,6 +225,25 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn graph_destroy(&self, graph: Self::Graph);
     /// Destroys an instantiated graph.
     unsafe fn graph_exec_destroy(&self, exec: Self::GraphExec);
+    /// The node the last enqueue on the capturing `stream` became, where
+    /// this runtime names it (`None`: graphs are updated by capturing
+    /// them again).
+    unsafe fn captured_node(&self, stream: Self::Stream) -> Result<Option<Self::GraphNode>>;
+    /// Makes `node`, a launch of the graph `exec` was instantiated from,
+    /// launch `function` with `params` (one pointer per argument) in later
+    /// launches of `exec`; launches already queued run as they were.
+    /// Called only with nodes [`Runtime::captured_node`] named.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn exec_set_launch(
+        &self,
+        exec: Self::GraphExec,
+        node: Self::GraphNode,
+        function: Self::Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        params: *mut *mut c_void,
+    ) -> Result<()>;
     /// Enqueues a launch; `params` points to one pointer per argument.
     unsafe fn launch(
         &self,

@@ -53,6 +53,7 @@ impl Runtime for Hip {
     type Ptr = hip::hipDeviceptr_t;
     type Graph = hip::hipGraph_t;
     type GraphExec = hip::hipGraphExec_t;
+    type GraphNode = hip::hipGraphNode_t;
     /// HIP documents neither destroying nor updating a graph in flight.
     const GRAPHS_OUTLIVE_LAUNCHES: bool = false;
 
@@ -462,6 +463,24 @@ impl Runtime for Hip {
     unsafe fn graph_exec_destroy(&self, exec: hip::hipGraphExec_t) {
         // SAFETY: the caller's contract (destroyed once, no launch in flight).
         let _ = unsafe { hip::hipGraphExecDestroy(exec) };
+    }
+
+    unsafe fn captured_node(&self, _stream: hip::hipStream_t) -> Result<Option<hip::hipGraphNode_t>> {
+        // Not named: a graph's changed arguments are captured again.
+        Ok(None)
+    }
+
+    unsafe fn exec_set_launch(
+        &self,
+        _exec: hip::hipGraphExec_t,
+        _node: hip::hipGraphNode_t,
+        _function: hip::hipFunction_t,
+        _grid: [u32; 3],
+        _block: [u32; 3],
+        _shared_bytes: u32,
+        _params: *mut *mut c_void,
+    ) -> Result<()> {
+        Err(error("exec_set_launch", ErrorKind::Unsupported, "HIP graphs are updated by capturing them again"))
     }
 
     unsafe fn launch(
