@@ -206,7 +206,7 @@ impl<R: Runtime> GpuDevice<R> {
         let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
         let outlives = R::GRAPHS_OUTLIVE_LAUNCHES || !launched.in_flight(runtime);
         // SAFETY: the caller's contract; queued launches are left as they were.
-        if outlives && unsafe { self.set_launches(&mut launched, nodes) }.is_ok() {
+        if outlives && unsafe { self.set_launches(&mut launched, nodes) } {
             return Ok(());
         }
         // SAFETY: the caller's contract.
@@ -257,15 +257,16 @@ impl<R: Runtime> GpuDevice<R> {
     }
 
     /// Sets the launches of `nodes` that differ from the executable's
-    /// [`Source`] in place. Fails, changing nothing, unless the executable
-    /// has a source whose nodes are `nodes` but for launch arguments; a
-    /// failure part way leaves the source without its nodes, so that the
-    /// caller captures the graph again.
+    /// [`Source`] in place; `false`, changing nothing, unless the
+    /// executable has a source whose nodes are `nodes` but for launch
+    /// arguments. A call the runtime refuses part way (`false` too) leaves
+    /// the source without its nodes, so that the caller captures the graph
+    /// again and no later update takes this path.
     ///
     /// # Safety
     /// As [`Device::update_graph`]; launches of the executable already
     /// queued are not affected (the caller checked).
-    unsafe fn set_launches(&self, launched: &mut Launched<R>, nodes: &[GraphNode]) -> Result<()> {
+    unsafe fn set_launches(&self, launched: &mut Launched<R>, nodes: &[GraphNode]) -> bool {
         let unchanged = |a: &GraphNode, b: &GraphNode| {
             a.stream == b.stream
                 && match (&a.op, &b.op) {
@@ -276,17 +277,17 @@ impl<R: Runtime> GpuDevice<R> {
                 }
         };
         let exec = launched.exec;
-        let Some(source) = launched.source.as_mut() else { return Err(not_named(R::BACKEND)) };
+        let Some(source) = launched.source.as_mut() else { return false };
         if source.nodes.len() != nodes.len() || !source.nodes.iter().zip(nodes).all(|(a, b)| unchanged(a, b)) {
-            return Err(not_named(R::BACKEND));
+            return false;
         }
         for (i, node) in nodes.iter().enumerate() {
             let GraphOp::Launch { kernel, config, args } = &node.op else { continue };
             if source.nodes[i] == *node {
                 continue;
             }
-            let set = source.launches[i].ok_or_else(|| not_named(R::BACKEND)).and_then(|launch| {
-                let function = self.function("update_graph", *kernel)?;
+            let function = self.function("update_graph", *kernel);
+            let set = source.launches[i].zip(function.ok()).is_some_and(|(launch, function)| {
                 let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
                 self.with_params("update_graph", args, |params| {
                     // SAFETY: a launch node of the graph `exec` came from,
@@ -304,15 +305,16 @@ impl<R: Runtime> GpuDevice<R> {
                         )
                     }
                 })
+                .is_ok()
             });
-            if let Err(e) = set {
+            if !set {
                 // Part set: the executable no longer runs `source.nodes`.
                 source.nodes.clear();
-                return Err(e);
+                return false;
             }
             source.nodes[i] = node.clone();
         }
-        Ok(())
+        true
     }
 }
 
@@ -320,14 +322,4 @@ impl<R: Runtime> GpuDevice<R> {
 struct Captured<R: Runtime> {
     graph: R::Graph,
     launches: Option<Vec<Option<R::GraphNode>>>,
-}
-
-/// Why a graph is captured again instead of set node by node.
-fn not_named(backend: crate::Backend) -> crate::error::Error {
-    crate::error::Error::new(
-        backend,
-        "update_graph",
-        crate::error::ErrorKind::Unsupported,
-        "the graph's launches cannot be set one by one",
-    )
 }
