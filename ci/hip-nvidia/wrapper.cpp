@@ -21,6 +21,14 @@
 // The v2 entry point of the CUDA 12+ driver (the CUDA 11.8 headers only
 // declare v1, which needs stream memory operations enabled in the driver).
 extern "C" CUresult cuStreamWaitValue32_v2(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+// Likewise the v2 kernel node call, whose parameters end in two fields the
+// CUDA 11.8 struct lacks (a kernel and a context, both unused here).
+struct KernelNodeParamsV2 {
+    CUDA_KERNEL_NODE_PARAMS v1;
+    void* kern;
+    CUcontext ctx;
+};
+extern "C" CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec, CUgraphNode, const KernelNodeParamsV2*);
 
 // Makes the device's primary context current on this thread, as HIP on
 // AMD does implicitly.
@@ -205,6 +213,33 @@ EXPORT hipError_t hetero_hipGraphExecUpdate(void* exec, void* graph, void** node
     cudaError_t e = cudaGraphExecUpdate((cudaGraphExec_t)exec, (cudaGraph_t)graph, (cudaGraphNode_t*)node, &r);
     if (result) *result = (unsigned int)r;
     return e == cudaErrorGraphExecUpdateFailure ? (hipError_t)910 : hipCUDAErrorTohipError(e);
+}
+// The capture's current dependencies: the runtime's call (HIP numbers
+// capture statuses as CUDA does; graph nodes are CUDA's).
+EXPORT hipError_t hetero_hipStreamGetCaptureInfo_v2(hipStream_t stream, int* status, unsigned long long* id,
+                                                    void** graph, const void** dependencies, size_t* count) {
+    cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamGetCaptureInfo_v2((cudaStream_t)stream, &s, id, (cudaGraph_t*)graph,
+                                                (const cudaGraphNode_t**)dependencies, count);
+    if (status) *status = (int)s;
+    return hipCUDAErrorTohipError(e);
+}
+// HIP's kernel node parameters name a module's function (a CUfunction
+// here), which the CUDA runtime's call does not take: the driver's does.
+EXPORT hipError_t hetero_hipGraphExecKernelNodeSetParams(void* exec, void* node, const hipKernelNodeParams* p) {
+    if (p == nullptr) return hipErrorInvalidValue;
+    KernelNodeParamsV2 params = {};
+    params.v1.func = (CUfunction)p->func;
+    params.v1.gridDimX = p->gridDim.x;
+    params.v1.gridDimY = p->gridDim.y;
+    params.v1.gridDimZ = p->gridDim.z;
+    params.v1.blockDimX = p->blockDim.x;
+    params.v1.blockDimY = p->blockDim.y;
+    params.v1.blockDimZ = p->blockDim.z;
+    params.v1.sharedMemBytes = p->sharedMemBytes;
+    params.v1.kernelParams = p->kernelParams;
+    params.v1.extra = p->extra;
+    return hipCUResultTohipError(cuGraphExecKernelNodeSetParams_v2((CUgraphExec)exec, (CUgraphNode)node, &params));
 }
 EXPORT hipError_t hetero_hipGraphLaunch(void* exec, hipStream_t stream) {
     hipError_t e = bind_context();

@@ -96,6 +96,7 @@ macro_rules! backend_tests {
             #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]
             #[case::graph_disjoint_bindings(graphs::several_bindings_are_lent_at_once)]
             #[case::graph_ordering(graphs::replays_are_ordered_against_streams_outside_the_graph)]
+            #[case::graph_queued_arguments(graphs::queued_replays_keep_their_arguments)]
             #[case::graph_drop_queued(graphs::dropping_a_graph_with_replays_queued)]
             #[case::graph_recording_errors(graphs::recording_errors_end_the_recording)]
             #[case::graph_changes_refused(graphs::graph_changes_that_do_not_fit_are_refused)]

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::device::GpuDevice;
-use super::graph::{GpuGraph, Launched, Source};
+use super::graph::{GpuGraph, Launched, Source, Spare};
 use super::runtime::Runtime;
 use super::stream::GpuStream;
 use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId, pinned_address};
@@ -183,7 +183,7 @@ impl<R: Runtime> GpuDevice<R> {
         let exec = unsafe { runtime.graph_instantiate(captured.graph) };
         match (exec, captured.launches) {
             (Ok(exec), Some(launches)) => {
-                Ok((exec, Some(Source { graph: captured.graph, nodes: nodes.to_vec(), launches })))
+                Ok((exec, Some(Source { graph: captured.graph, nodes: nodes.to_vec(), launches, spares: Vec::new() })))
             }
             (exec, _) => {
                 // SAFETY: the caller's contract; destroyed once.
@@ -206,7 +206,7 @@ impl<R: Runtime> GpuDevice<R> {
         let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
         let outlives = R::GRAPHS_OUTLIVE_LAUNCHES || !launched.in_flight(runtime);
         // SAFETY: the caller's contract; queued launches are left as they were.
-        if outlives && unsafe { self.set_launches(&mut launched, nodes) } {
+        if unsafe { self.set_launches(&mut launched, nodes, outlives) } {
             return Ok(());
         }
         // SAFETY: the caller's contract.
@@ -231,7 +231,7 @@ impl<R: Runtime> GpuDevice<R> {
                     }
                 }
                 if let Some(source) = old_source {
-                    runtime.graph_destroy(source.graph);
+                    source.retire(runtime, &mut launched.old);
                 }
             }
             return Ok(());
@@ -256,38 +256,89 @@ impl<R: Runtime> GpuDevice<R> {
         result
     }
 
-    /// Sets the launches of `nodes` that differ from the executable's
-    /// [`Source`] in place; `false`, changing nothing, unless the
-    /// executable has a source whose nodes are `nodes` but for launch
-    /// arguments. A call the runtime refuses part way (`false` too) leaves
-    /// the source without its nodes, so that the caller captures the graph
-    /// again and no later update takes this path.
+    /// Sets the launches of `nodes` that differ from what the executable
+    /// runs, unless the executable has no [`Source`] whose nodes are
+    /// `nodes` but for launch arguments (`false`, changing nothing). In
+    /// place where queued launches outlive the change (`outlives`); else
+    /// on an idle spare, or an executable instantiated anew from the
+    /// source, which then becomes current and the current one a spare. A
+    /// call the runtime refuses (`false` too) leaves the source without
+    /// its nodes, so that the caller captures the graph again.
     ///
     /// # Safety
-    /// As [`Device::update_graph`]; launches of the executable already
-    /// queued are not affected (the caller checked).
-    unsafe fn set_launches(&self, launched: &mut Launched<R>, nodes: &[GraphNode]) -> bool {
-        let unchanged = |a: &GraphNode, b: &GraphNode| {
-            a.stream == b.stream
-                && match (&a.op, &b.op) {
-                    (GraphOp::Launch { kernel: k, config: c, .. }, GraphOp::Launch { kernel, config, .. }) => {
-                        k == kernel && c == config
-                    }
-                    (a, b) => a == b,
-                }
-        };
-        let exec = launched.exec;
+    /// As [`Device::update_graph`]; with `outlives`, launches of the
+    /// executable already queued are not affected (the caller checked).
+    unsafe fn set_launches(&self, launched: &mut Launched<R>, nodes: &[GraphNode], outlives: bool) -> bool {
+        let runtime = &*self.runtime;
         let Some(source) = launched.source.as_mut() else { return false };
-        if source.nodes.len() != nodes.len() || !source.nodes.iter().zip(nodes).all(|(a, b)| unchanged(a, b)) {
+        if !same_but_arguments(&source.nodes, nodes) {
             return false;
         }
-        for (i, node) in nodes.iter().enumerate() {
-            let GraphOp::Launch { kernel, config, args } = &node.op else { continue };
-            if source.nodes[i] == *node {
-                continue;
+        if outlives {
+            // SAFETY: the caller's contract; `exec` runs `source.nodes`.
+            let set = unsafe { self.set_changed(launched.exec, Some(&source.nodes), &source.launches, nodes) };
+            if set {
+                source.nodes = nodes.to_vec();
+            } else {
+                source.nodes.clear();
+            }
+            return set;
+        }
+        // SAFETY: the source graph, kept alive with it.
+        let spare = source.idle_spare(runtime).map(|spare| (spare.exec, Some(spare.event), Some(spare.nodes)));
+        let Some((exec, event, held)) = spare.or_else(|| {
+            // SAFETY: as above.
+            unsafe { runtime.graph_instantiate(source.graph) }.ok().map(|exec| (exec, None, None))
+        }) else {
+            source.nodes.clear();
+            return false;
+        };
+        // SAFETY: the caller's contract; no launch of `exec` is queued, and
+        // it runs `held` (a new one runs the graph as captured: every
+        // launch is set).
+        if !unsafe { self.set_changed(exec, held.as_deref(), &source.launches, nodes) } {
+            // SAFETY: not current and no launch of it queued; destroyed once.
+            unsafe {
+                runtime.graph_exec_destroy(exec);
+                if let Some(event) = event {
+                    let _ = runtime.event_destroy(event);
+                }
+            }
+            source.nodes.clear();
+            return false;
+        }
+        let nodes = std::mem::replace(&mut source.nodes, nodes.to_vec());
+        let current = (std::mem::replace(&mut launched.exec, exec), std::mem::replace(&mut launched.done, event));
+        match current {
+            (exec, Some(event)) => source.spares.push(Spare { exec, event, nodes }),
+            // Never launched: nothing of it can be queued.
+            // SAFETY: replaced above, destroyed once.
+            (exec, None) => unsafe { runtime.graph_exec_destroy(exec) },
+        }
+        true
+    }
+
+    /// Sets on `exec`, an executable of the graph whose launch nodes are
+    /// `launches`, each launch of `nodes` that differs from `held` (what
+    /// `exec` runs), or every launch where `held` is `None`; `false` at the
+    /// first the runtime refuses.
+    ///
+    /// # Safety
+    /// As [`Device::update_graph`]; no queued launch of `exec` is affected.
+    unsafe fn set_changed(
+        &self,
+        exec: R::GraphExec,
+        held: Option<&[GraphNode]>,
+        launches: &[Option<R::GraphNode>],
+        nodes: &[GraphNode],
+    ) -> bool {
+        nodes.iter().enumerate().all(|(i, node)| {
+            let GraphOp::Launch { kernel, config, args } = &node.op else { return true };
+            if held.is_some_and(|held| held[i] == *node) {
+                return true;
             }
             let function = self.function("update_graph", *kernel);
-            let set = source.launches[i].zip(function.ok()).is_some_and(|(launch, function)| {
+            launches[i].zip(function.ok()).is_some_and(|(launch, function)| {
                 let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
                 self.with_params("update_graph", args, |params| {
                     // SAFETY: a launch node of the graph `exec` came from,
@@ -306,16 +357,24 @@ impl<R: Runtime> GpuDevice<R> {
                     }
                 })
                 .is_ok()
-            });
-            if !set {
-                // Part set: the executable no longer runs `source.nodes`.
-                source.nodes.clear();
-                return false;
-            }
-            source.nodes[i] = node.clone();
-        }
-        true
+            })
+        })
     }
+}
+
+/// Whether `nodes` are `held` but for launch arguments: the same
+/// operations on the same streams, launches of the same kernels and shapes.
+fn same_but_arguments(held: &[GraphNode], nodes: &[GraphNode]) -> bool {
+    let unchanged = |a: &GraphNode, b: &GraphNode| {
+        a.stream == b.stream
+            && match (&a.op, &b.op) {
+                (GraphOp::Launch { kernel: k, config: c, .. }, GraphOp::Launch { kernel, config, .. }) => {
+                    k == kernel && c == config
+                }
+                (a, b) => a == b,
+            }
+    };
+    held.len() == nodes.len() && held.iter().zip(nodes).all(|(a, b)| unchanged(a, b))
 }
 
 /// A captured graph, and the runtime node of each launch where it names them.

@@ -38,11 +38,48 @@ pub(super) struct Launched<R: Runtime> {
 /// ([`Runtime::exec_set_launch`]).
 ///
 /// Invariant: `nodes` are the operations `exec` runs now, and `launches[i]`
-/// is the runtime node of `nodes[i]` when that is a launch (else `None`).
+/// is the runtime node of `nodes[i]` when that is a launch (else `None`);
+/// every spare was instantiated from `graph`.
 pub(super) struct Source<R: Runtime> {
     pub(super) graph: R::Graph,
     pub(super) nodes: Vec<GraphNode>,
     pub(super) launches: Vec<Option<R::GraphNode>>,
+    /// Where updating an executable in flight is not documented
+    /// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]): executables of `graph`
+    /// replaced while a launch of theirs may be queued, set and made
+    /// current again once their event has completed.
+    pub(super) spares: Vec<Spare<R>>,
+}
+
+/// An executable of a [`Source`] graph that is not current: `nodes` are
+/// the operations it runs, `event` follows its last launch.
+pub(super) struct Spare<R: Runtime> {
+    pub(super) exec: R::GraphExec,
+    pub(super) event: R::Event,
+    pub(super) nodes: Vec<GraphNode>,
+}
+
+/// Completed spares kept for reuse; more are destroyed.
+const SPARES_KEPT: usize = 2;
+
+impl<R: Runtime> Source<R> {
+    /// Takes a spare whose launches are done, if any.
+    pub(super) fn idle_spare(&mut self, runtime: &R) -> Option<Spare<R>> {
+        let at = self.spares.iter().position(|spare| complete(runtime, spare.event))?;
+        Some(self.spares.swap_remove(at))
+    }
+
+    /// Destroys the graph and its spares, or moves the spares whose
+    /// launches may be queued to `old`.
+    ///
+    /// # Safety
+    /// The source is destroyed once; the device is current.
+    pub(super) unsafe fn retire(self, runtime: &R, old: &mut Vec<(R::GraphExec, R::Event)>) {
+        old.extend(self.spares.into_iter().map(|spare| (spare.exec, spare.event)));
+        // SAFETY: the caller's contract; executables of a graph do not
+        // need it once instantiated.
+        unsafe { runtime.graph_destroy(self.graph) };
+    }
 }
 
 // SAFETY: runtime graph handles may be used from any thread (the runtimes
@@ -60,24 +97,49 @@ fn complete<R: Runtime>(runtime: &R, event: R::Event) -> bool {
 }
 
 impl<R: Runtime> Launched<R> {
-    /// Destroys the replaced executables whose launches are done.
+    /// Destroys the replaced executables whose launches are done, and the
+    /// idle spares beyond [`SPARES_KEPT`].
     pub(super) fn prune(&mut self, runtime: &R) {
+        let destroy = |exec, event| {
+            // SAFETY: replaced, destroyed once, its launches done.
+            unsafe {
+                runtime.graph_exec_destroy(exec);
+                let _ = runtime.event_destroy(event);
+            }
+        };
         self.old.retain(|&(exec, event)| {
             let done = complete(runtime, event);
             if done {
-                // SAFETY: replaced, destroyed once, its launches done.
-                unsafe {
-                    runtime.graph_exec_destroy(exec);
-                    let _ = runtime.event_destroy(event);
-                }
+                destroy(exec, event);
             }
             !done
         });
+        if let Some(source) = &mut self.source {
+            let mut idle = 0;
+            source.spares.retain(|spare| {
+                let keep = !complete(runtime, spare.event) || {
+                    idle += 1;
+                    idle <= SPARES_KEPT
+                };
+                if !keep {
+                    destroy(spare.exec, spare.event);
+                }
+                keep
+            });
+        }
     }
 
     /// Whether a launch of the current executable may still be queued.
     pub(super) fn in_flight(&self, runtime: &R) -> bool {
         self.done.is_some_and(|event| !complete(runtime, event))
+    }
+
+    /// Whether a launch of any executable here may still be queued.
+    fn any_in_flight(&self, runtime: &R) -> bool {
+        let spares = self.source.as_ref().map_or(&[][..], |source| &source.spares[..]);
+        self.in_flight(runtime)
+            || self.old.iter().any(|&(_, event)| !complete(runtime, event))
+            || spares.iter().any(|spare| !complete(runtime, spare.event))
     }
 }
 
@@ -116,7 +178,7 @@ impl<R: Runtime> GpuGraph<R> {
         }
         let mut launched = self.exec.lock().unwrap_or_else(PoisonError::into_inner);
         launched.prune(&self.runtime);
-        !launched.old.is_empty() || launched.in_flight(&self.runtime)
+        launched.any_in_flight(&self.runtime)
     }
 }
 
@@ -136,7 +198,12 @@ impl<R: Runtime> Drop for GpuGraph<R> {
                     let _ = self.runtime.event_destroy(event);
                 }
                 if let Some(source) = launched.source.take() {
-                    self.runtime.graph_destroy(source.graph);
+                    let mut spares = Vec::new();
+                    source.retire(&self.runtime, &mut spares);
+                    for (exec, event) in spares {
+                        self.runtime.graph_exec_destroy(exec);
+                        let _ = self.runtime.event_destroy(event);
+                    }
                 }
             }
         }

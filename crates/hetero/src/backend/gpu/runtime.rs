@@ -87,8 +87,9 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     /// Whether the runtime documents that destroying or updating an
     /// instantiated graph leaves launches already queued as they were
     /// (CUDA does; HIP states nothing, so the device keeps an executable
-    /// until the stream of its last launch is idle, and updates one that
-    /// may be in flight by instantiating a new one).
+    /// until an event after its last launch has completed, and changes one
+    /// that may be in flight on another executable of the same graph: an
+    /// idle spare, or one instantiated anew).
     const GRAPHS_OUTLIVE_LAUNCHES: bool;
 
     /// The process-wide cache of built modules of this runtime.
@@ -231,8 +232,11 @@ pub trait Runtime: sealed::Sealed + Send + Sync + Sized + 'static {
     unsafe fn captured_node(&self, stream: Self::Stream) -> Result<Option<Self::GraphNode>>;
     /// Makes `node`, a launch of the graph `exec` was instantiated from,
     /// launch `function` with `params` (one pointer per argument) in later
-    /// launches of `exec`; launches already queued run as they were.
-    /// Called only with nodes [`Runtime::captured_node`] named.
+    /// launches of `exec`. Called only with nodes
+    /// [`Runtime::captured_node`] named, and where the runtime does not
+    /// document that launches already queued run as they were
+    /// ([`Runtime::GRAPHS_OUTLIVE_LAUNCHES`]), only on an executable with
+    /// no launch queued.
     #[allow(clippy::too_many_arguments)]
     unsafe fn exec_set_launch(
         &self,

@@ -143,6 +143,19 @@ functions! {
         error_node: *mut hipGraphNode_t,
         result: *mut hipGraphExecUpdateResult,
     ) -> hipError_t, else NO_HIP;
+    hipStreamGetCaptureInfo_v2(
+        stream: hipStream_t,
+        status: *mut hipStreamCaptureStatus,
+        id: *mut u64,
+        graph: *mut hipGraph_t,
+        dependencies: *mut *const hipGraphNode_t,
+        count: *mut usize,
+    ) -> hipError_t, else NO_HIP;
+    hipGraphExecKernelNodeSetParams(
+        exec: hipGraphExec_t,
+        node: hipGraphNode_t,
+        params: *const hipKernelNodeParams,
+    ) -> hipError_t, else NO_HIP;
     hipGraphLaunch(exec: hipGraphExec_t, stream: hipStream_t) -> hipError_t, else NO_HIP;
     hipGraphDestroy(graph: hipGraph_t) -> hipError_t, else NO_HIP;
     hipGraphExecDestroy(exec: hipGraphExec_t) -> hipError_t, else NO_HIP;

@@ -5,6 +5,7 @@
 
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::ffi::{self, self as hip};
 
@@ -43,6 +44,10 @@ fn ready(call: &'static str, code: hip::hipError_t) -> Result<bool> {
 }
 
 static MODULES: ModuleCache<Hip> = ModuleCache::new();
+
+/// Set once the runtime refused to set a launch in an instantiated graph:
+/// captured launches are no longer named, so graphs are captured again.
+static SET_LAUNCH_REFUSED: AtomicBool = AtomicBool::new(false);
 
 impl Runtime for Hip {
     const BACKEND: Backend = Backend::Hip;
@@ -465,22 +470,67 @@ impl Runtime for Hip {
         let _ = unsafe { hip::hipGraphExecDestroy(exec) };
     }
 
-    unsafe fn captured_node(&self, _stream: hip::hipStream_t) -> Result<Option<hip::hipGraphNode_t>> {
-        // Not named: a graph's changed arguments are captured again.
-        Ok(None)
+    unsafe fn captured_node(&self, stream: hip::hipStream_t) -> Result<Option<hip::hipGraphNode_t>> {
+        if SET_LAUNCH_REFUSED.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut status = hip::hipStreamCaptureStatus_hipStreamCaptureStatusNone;
+        let (mut nodes, mut count): (*const hip::hipGraphNode_t, usize) = (std::ptr::null(), 0);
+        // SAFETY: valid out-pointers (the optional ones null); the caller's
+        // contract: a live stream, capturing.
+        check("hipStreamGetCaptureInfo_v2", unsafe {
+            hip::hipStreamGetCaptureInfo_v2(
+                stream,
+                &mut status,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                &mut nodes,
+                &mut count,
+            )
+        })?;
+        // After an enqueue, the capture's next node depends on that one alone.
+        if count != 1 || nodes.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: the runtime's array of `count` (1) nodes, valid until the
+        // next call on the stream.
+        Ok(Some(unsafe { *nodes }))
     }
 
     unsafe fn exec_set_launch(
         &self,
-        _exec: hip::hipGraphExec_t,
-        _node: hip::hipGraphNode_t,
-        _function: hip::hipFunction_t,
-        _grid: [u32; 3],
-        _block: [u32; 3],
-        _shared_bytes: u32,
-        _params: *mut *mut c_void,
+        exec: hip::hipGraphExec_t,
+        node: hip::hipGraphNode_t,
+        function: hip::hipFunction_t,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        params: *mut *mut c_void,
     ) -> Result<()> {
-        Err(error("exec_set_launch", ErrorKind::Unsupported, "HIP graphs are updated by capturing them again"))
+        let dim = |[x, y, z]: [u32; 3]| hip::dim3 { x, y, z };
+        let node_params = hip::hipKernelNodeParams {
+            blockDim: dim(block),
+            extra: std::ptr::null_mut(),
+            // A module's function, as HIP's graphs take it for launches
+            // captured from hipModuleLaunchKernel.
+            func: function.cast(),
+            gridDim: dim(grid),
+            kernelParams: params,
+            sharedMemBytes: shared_bytes,
+        };
+        // SAFETY: the caller's contract: a launch node of the graph `exec`
+        // came from, no launch of `exec` queued, a live function, one
+        // pointer per parameter (read and copied by the call).
+        let result = check("hipGraphExecKernelNodeSetParams", unsafe {
+            hip::hipGraphExecKernelNodeSetParams(exec, node, &node_params)
+        });
+        if result.is_err() {
+            // Some ROCm releases take only a program's own (not a
+            // module's) functions here: graphs are captured again from
+            // now on, in this process.
+            SET_LAUNCH_REFUSED.store(true, Ordering::Relaxed);
+        }
+        result
     }
 
     unsafe fn launch(
