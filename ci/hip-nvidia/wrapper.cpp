@@ -224,9 +224,20 @@ EXPORT hipError_t hetero_hipStreamGetCaptureInfo_v2(hipStream_t stream, int* sta
     if (status) *status = (int)s;
     return hipCUDAErrorTohipError(e);
 }
-// HIP's kernel node parameters name a module's function (a CUfunction
-// here), which the CUDA runtime's call does not take: the driver's does.
-EXPORT hipError_t hetero_hipGraphExecKernelNodeSetParams(void* exec, void* node, const hipKernelNodeParams* p) {
+// HIP's kernel node parameters as the backend passes them: AMD's layout
+// (the NVIDIA-platform headers make hipKernelNodeParams CUDA's struct,
+// whose fields are in another order).
+struct AmdKernelNodeParams {
+    struct { unsigned int x, y, z; } blockDim;
+    void** extra;
+    void* func;
+    struct { unsigned int x, y, z; } gridDim;
+    void** kernelParams;
+    unsigned int sharedMemBytes;
+};
+// They name a module's function (a CUfunction here), which the CUDA
+// runtime's call does not take: the driver's does.
+EXPORT hipError_t hetero_hipGraphExecKernelNodeSetParams(void* exec, void* node, const AmdKernelNodeParams* p) {
     if (p == nullptr) return hipErrorInvalidValue;
     KernelNodeParamsV2 params = {};
     params.v1.func = (CUfunction)p->func;

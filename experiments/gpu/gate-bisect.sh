@@ -2,11 +2,14 @@
 # Which earlier two-device API test makes `a_gated_peer_copy_holds_no_other_stream`
 # stop returning: the test alone, after each of the three before it that gate or copy from
 # two threads, and after
-# all eight (caching and direct allocation). Two GPUs, after ci/gpu/prepare.sh:
-#   bash experiments/gpu/gate-bisect.sh [BACKEND]
+# all eight (caching and direct allocation); then whether the hardware work
+# queues streams share decide it (CUDA_DEVICE_MAX_CONNECTIONS: the test alone
+# on one queue, and after all eight on 32). Two GPUs, after ci/gpu/prepare.sh:
+#   bash experiments/gpu/gate-bisect.sh [BACKEND] [PARTS]   (PARTS: order,queues, the default)
 # Logs go to $OUT/gate/; one line a run is printed.
 set -u
 b=${1:-cuda}
+parts=,${2:-order,queues},
 bin=.gpu/bin
 backends_for_env=$b
 # shellcheck source=ci/gpu/env.sh
@@ -26,9 +29,15 @@ run() {
 }
 all=()
 for n in "${names[@]}"; do all+=("$b::two_devices::case_$n"); done
-run alone "$t"
-run after-all-8 "${all[@]}" "$t"
-HETERO_ALLOCATOR=direct run after-all-8-direct "${all[@]}" "$t"
-for n in "${names[@]}"; do
-  case $n in 03_* | 04_* | 08_*) run "after-$n" "$b::two_devices::case_$n" "$t" ;; esac
-done
+if [[ $parts == *,order,* ]]; then
+  run alone "$t"
+  run after-all-8 "${all[@]}" "$t"
+  HETERO_ALLOCATOR=direct run after-all-8-direct "${all[@]}" "$t"
+  for n in "${names[@]}"; do
+    case $n in 03_* | 04_* | 08_*) run "after-$n" "$b::two_devices::case_$n" "$t" ;; esac
+  done
+fi
+if [[ $parts == *,queues,* ]]; then
+  CUDA_DEVICE_MAX_CONNECTIONS=1 run alone-1-connection "$t"
+  CUDA_DEVICE_MAX_CONNECTIONS=32 run after-all-8-32-connections "${all[@]}" "$t"
+fi
