@@ -133,14 +133,6 @@ impl<R: Runtime> Launched<R> {
     pub(super) fn in_flight(&self, runtime: &R) -> bool {
         self.done.is_some_and(|event| !complete(runtime, event))
     }
-
-    /// Whether a launch of any executable here may still be queued.
-    fn any_in_flight(&self, runtime: &R) -> bool {
-        let spares = self.source.as_ref().map_or(&[][..], |source| &source.spares[..]);
-        self.in_flight(runtime)
-            || self.old.iter().any(|&(_, event)| !complete(runtime, event))
-            || spares.iter().any(|spare| !complete(runtime, spare.event))
-    }
 }
 
 impl<R: Runtime> GpuGraph<R> {
@@ -178,7 +170,11 @@ impl<R: Runtime> GpuGraph<R> {
         }
         let mut launched = self.exec.lock().unwrap_or_else(PoisonError::into_inner);
         launched.prune(&self.runtime);
-        launched.any_in_flight(&self.runtime)
+        let spares = launched.source.as_ref().map_or(&[][..], |source| &source.spares[..]);
+        // After the prune, `old` holds only executables still in flight.
+        !launched.old.is_empty()
+            || launched.in_flight(&self.runtime)
+            || spares.iter().any(|spare| !complete(&*self.runtime, spare.event))
     }
 }
 
@@ -189,6 +185,9 @@ impl<R: Runtime> Drop for GpuGraph<R> {
             // SAFETY: each destroyed once; dropped only when no launch is
             // queued (`busy`, or the device's drop after its streams).
             unsafe {
+                if let Some(source) = launched.source.take() {
+                    source.retire(&self.runtime, &mut launched.old);
+                }
                 for (exec, event) in launched.old.drain(..) {
                     self.runtime.graph_exec_destroy(exec);
                     let _ = self.runtime.event_destroy(event);
@@ -196,14 +195,6 @@ impl<R: Runtime> Drop for GpuGraph<R> {
                 self.runtime.graph_exec_destroy(launched.exec);
                 if let Some(event) = launched.done.take() {
                     let _ = self.runtime.event_destroy(event);
-                }
-                if let Some(source) = launched.source.take() {
-                    let mut spares = Vec::new();
-                    source.retire(&self.runtime, &mut spares);
-                    for (exec, event) in spares {
-                        self.runtime.graph_exec_destroy(exec);
-                        let _ = self.runtime.event_destroy(event);
-                    }
                 }
             }
         }
