@@ -75,8 +75,10 @@ impl<D: Device> Drop for Event<D> {
 }
 
 /// An event completed by the host: a gate that holds every stream waiting
-/// on it until [`UserEvent::complete`] is called. Dropping it completes it,
-/// so a forgotten gate cannot hold a stream forever.
+/// on it until [`UserEvent::complete`] is called, and only those (and work
+/// ordered after them: on CUDA and HIP the work behind it waits on the
+/// host, not in a hardware queue other streams share). Dropping it
+/// completes it, so a forgotten gate cannot hold a stream forever.
 pub struct UserEvent<D: Device = AnyDevice> {
     pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: EventId,

@@ -45,6 +45,8 @@ macro_rules! backend_tests {
             #[case::sync_events(semantics::sync_events_order_and_carry_no_time)]
             #[case::pinned_host_access_waits(semantics::pinned_host_access_waits)]
             #[case::wait_alone(semantics::a_wait_alone_holds_the_stream)]
+            #[case::gate_holds_no_other(semantics::a_closed_gate_holds_no_other_stream)]
+            #[case::wait_keeps_recording(semantics::a_wait_keeps_its_recording_when_the_event_is_recorded_again)]
             #[case::gate_reuse(semantics::gate_words_are_reused_without_releasing_a_new_gate)]
             #[case::shared_stream(semantics::threads_sharing_a_stream_wait_for_their_own_work)]
             #[case::shared_kernel(semantics::threads_launching_one_kernel_keep_their_arguments)]

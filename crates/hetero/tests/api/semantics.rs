@@ -489,6 +489,58 @@ pub fn a_wait_alone_holds_the_stream(ctx: &Context) {
     assert!(stream.query().unwrap());
 }
 
+/// A closed gate holds only the streams that wait on it. On CUDA a stream
+/// waiting on the gate's word in the device blocked the hardware queue it
+/// was mapped to (`CUDA_DEVICE_MAX_CONNECTIONS`, 8 by default), so other
+/// streams mapped to that queue waited for the gate too, and a host
+/// synchronising one before opening the gate waited forever (H200; fixed by
+/// holding the gated work on the host).
+pub fn a_closed_gate_holds_no_other_stream(ctx: &Context) {
+    let ctx = ctx.clone();
+    within(60, "streams beside a closed gate", move || {
+        let (gate, gated) = (ctx.user_event().unwrap(), ctx.stream().unwrap());
+        let mut x = gated.alloc_zeros::<u32>(1024).unwrap();
+        gated.synchronize().unwrap();
+        gated.wait(&gate).unwrap();
+        gated.fill(&mut x, 7u32).unwrap();
+        // More streams than CUDA has hardware queues (32 at most), all kept.
+        let mut others = Vec::new();
+        for i in 0..40u32 {
+            let stream = ctx.stream().unwrap();
+            let mut y = stream.alloc_zeros::<u32>(256).unwrap();
+            stream.fill(&mut y, i).unwrap();
+            assert_eq!(stream.download(&y).unwrap(), vec![i; 256], "stream {i} beside the gate");
+            others.push(stream);
+        }
+        assert!(!gated.query().unwrap(), "the gated stream is still held");
+        gate.complete().unwrap();
+        assert_eq!(gated.download(&x).unwrap(), vec![7u32; 1024]);
+    });
+}
+
+/// A wait issued on an event waits for the recording it had then, even
+/// once the event is recorded again: a recording behind a closed gate,
+/// then one on an idle stream. Guards the host-held recordings of CUDA and
+/// HIP, which stand apart from the event's later ones.
+pub fn a_wait_keeps_its_recording_when_the_event_is_recorded_again(ctx: &Context) {
+    let (gated, idle, waiter) = (ctx.stream().unwrap(), ctx.stream().unwrap(), ctx.stream().unwrap());
+    let (gate, event) = (ctx.user_event().unwrap(), ctx.event().unwrap());
+    let mut y = waiter.alloc_zeros::<u32>(256).unwrap();
+    waiter.synchronize().unwrap();
+    gated.wait(&gate).unwrap();
+    gated.record(&event).unwrap();
+    waiter.wait(&event).unwrap();
+    waiter.fill(&mut y, 3u32).unwrap();
+    idle.record(&event).unwrap();
+    idle.synchronize().unwrap();
+    assert!(event.query().unwrap(), "the event's latest recording is the idle stream's");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(!waiter.query().unwrap(), "the wait still waits for the recording behind the gate");
+    gate.complete().unwrap();
+    assert_eq!(waiter.download(&y).unwrap(), vec![3u32; 256]);
+    assert!(gated.query().unwrap());
+}
+
 /// The one-call helpers: upload, download, stream-ordered zeroed memory,
 /// whole buffers as launch arguments and launch shapes covering an extent.
 pub fn helpers_upload_download_zeros_and_whole_buffers(ctx: &Context) {

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::device::GpuDevice;
-use super::graph::{GpuGraph, Launched, Source, Spare};
+use super::graph::{GpuGraph, HeldLaunch, Launched, Source, Spare};
 use super::runtime::Runtime;
 use super::stream::GpuStream;
 use crate::device::{Device, GraphNode, GraphOp, StreamFlags, StreamId, pinned_address};
@@ -164,6 +164,7 @@ impl<R: Runtime> GpuDevice<R> {
         Ok(GpuGraph {
             exec: Mutex::new(Launched { exec, done: None, old: Vec::new(), source }),
             runtime: Arc::clone(&self.runtime),
+            held: Default::default(),
         })
     }
 
@@ -191,6 +192,32 @@ impl<R: Runtime> GpuDevice<R> {
                 exec.map(|exec| (exec, None))
             }
         }
+    }
+
+    /// For a launch held on the host (`stream.rs`): an executable of `graph`
+    /// that runs what its current one runs, of the launch's own; `None`
+    /// where the graph keeps no source with its nodes to make one from
+    /// (the device is current).
+    ///
+    /// # Safety
+    /// As [`Device::launch_graph`].
+    pub(super) unsafe fn held_launch(&self, graph: &Arc<GpuGraph<R>>) -> Result<Option<HeldLaunch<R>>> {
+        let runtime = &*self.runtime;
+        let launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
+        // Nodes cleared after a refused change are not what `exec` runs.
+        let Some(source) = launched.source.as_ref().filter(|s| s.nodes.len() == s.launches.len()) else {
+            return Ok(None);
+        };
+        // SAFETY: the source graph, kept alive with the executable.
+        let exec = unsafe { runtime.graph_instantiate(source.graph) }?;
+        // SAFETY: the caller's contract; nothing else has `exec`, which runs
+        // the graph as captured, so every launch is set.
+        if !unsafe { self.set_changed(exec, None, &source.launches, &source.nodes) } {
+            // SAFETY: never launched, destroyed once.
+            unsafe { runtime.graph_exec_destroy(exec) };
+            return Ok(None);
+        }
+        Ok(Some(graph.held_launch(exec)))
     }
 
     /// [`Device::update_graph`]: where only launches' arguments changed and

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use smallvec::SmallVec;
 
-use super::event::{GateWord, GpuEvent};
+use super::event::GpuEvent;
 use super::graph::GpuGraph;
-use super::memory::{GpuMemory, Place};
+use super::memory::{GateWord, GpuMemory, Place};
 use super::module::{self, GpuKernel};
 use super::runtime::GpuModule;
 use super::runtime::{Attribute, Runtime};
-use super::stream::GpuStream;
+use super::stream::{self, GpuStream, Latest, Waiters};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
 use crate::backend::peer::{peer_gate_refused_on, peer_of, sides};
@@ -198,7 +198,12 @@ impl<R: Runtime> GpuDevice<R> {
         self.enter()?;
         // SAFETY: the device is current.
         let event = self.check(unsafe { self.runtime.event_create(timing) })?;
-        Ok(EventId(self.events.insert(GpuEvent::Timed { event, timing, recorded: Default::default() })))
+        Ok(EventId(self.events.insert(GpuEvent::Timed {
+            event,
+            timing,
+            recorded: Default::default(),
+            latest: Latest::default(),
+        })))
     }
 
     /// Stores `mem`, or frees it again when the table is full (the device
@@ -229,6 +234,17 @@ impl<R: Runtime> GpuDevice<R> {
     ) -> Result<()> {
         let held = self.stream("launch", stream)?;
         let shared_bytes = u32::try_from(config.shared_bytes).unwrap_or(u32::MAX);
+        if held.is_held() {
+            let (grid, block) = (config.grid, config.block);
+            let (mut pointers, args) = (self.pointers("launch", args)?, args.to_vec());
+            return self.check(held.submit(move |runtime, raw| {
+                call_with_params::<R, ()>(&mut pointers, &args, |params| {
+                    // SAFETY: as below, with the launch's own copies of its
+                    // arguments; the caller keeps its memory until the launch completes.
+                    unsafe { runtime.launch(function, grid, block, shared_bytes, raw, params) }
+                })
+            }));
+        }
         self.with_params("launch", args, |params| {
             // SAFETY: params stay alive for the call (the runtime reads and
             // copies them at launch, never writes); sizes are validated; the
@@ -250,30 +266,61 @@ impl<R: Runtime> GpuDevice<R> {
         args: &[KernelArg],
         f: impl FnOnce(*mut *mut c_void) -> Result<T>,
     ) -> Result<T> {
-        // Device pointers of the buffer arguments, at stable addresses for
-        // the call. Up to `INLINE_ARGS` arguments allocate nothing; plain
-        // loops, since collecting into a `Result` moves the inline arrays.
-        let mut pointers: SmallVec<[Option<R::Ptr>; INLINE_ARGS]> = SmallVec::new();
+        let mut pointers = self.pointers(call, args)?;
+        call_with_params::<R, T>(&mut pointers, args, f)
+    }
+
+    /// The device pointer of each buffer argument (`None` for the others).
+    /// Up to `INLINE_ARGS` arguments allocate nothing; a plain loop, since
+    /// collecting into a `Result` moves the inline array.
+    fn pointers(&self, call: &'static str, args: &[KernelArg]) -> Result<SmallVec<[Option<R::Ptr>; INLINE_ARGS]>> {
+        let mut pointers = SmallVec::new();
         for arg in args {
             pointers.push(match *arg {
                 KernelArg::Buffer { alloc, offset } => Some(self.address(call, DeviceRange { alloc, offset, len: 0 })?),
                 _ => None,
             });
         }
-        let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
-        for (pointer, arg) in pointers.iter_mut().zip(args) {
-            params.push(match pointer {
-                Some(p) => (p as *mut R::Ptr).cast(),
-                None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
-            });
+        Ok(pointers)
+    }
+
+    /// Makes `stream` wait for the latest recording of a timed event (of
+    /// this device or a peer): its pending recording where that is held,
+    /// else the event (the device is current).
+    fn wait_timed(&self, stream: &Arc<GpuStream<R>>, event: R::Event, latest: &Latest<R>) -> Result<()> {
+        match latest.get() {
+            Some(pending) => self.check(stream.wait_pending(&pending)),
+            // SAFETY: a live stream of this device, which is current, and a
+            // live event of it or of a peer (the runtimes wait across devices).
+            None => self.check(unsafe { self.runtime.stream_wait_event(stream.raw, event) }),
         }
-        f(params.as_mut_ptr())
     }
 
     /// The function of live kernel `kernel`.
     pub(super) fn function(&self, call: &'static str, kernel: KernelId) -> Result<R::Function> {
         self.kernels.with(call, kernel.0, |kernel| kernel.function)
     }
+}
+
+/// Calls `f` with the runtime's parameter array for `args`: one pointer per
+/// argument, to its device pointer in `pointers` (at a stable address for
+/// the call) or a scalar's bytes in `args`, at an address aligned for its
+/// type (struct bytes are 8-byte aligned), valid for the call. The runtime
+/// reads each parameter's bytes with the size the kernel declares (it only
+/// reads them).
+fn call_with_params<R: Runtime, T>(
+    pointers: &mut [Option<R::Ptr>],
+    args: &[KernelArg],
+    f: impl FnOnce(*mut *mut c_void) -> Result<T>,
+) -> Result<T> {
+    let mut params: SmallVec<[*mut c_void; INLINE_ARGS]> = SmallVec::new();
+    for (pointer, arg) in pointers.iter_mut().zip(args) {
+        params.push(match pointer {
+            Some(p) => (p as *mut R::Ptr).cast(),
+            None => arg.value_bytes().map_or(std::ptr::null_mut(), |b| b.as_ptr().cast_mut().cast()),
+        });
+    }
+    f(params.as_mut_ptr())
 }
 
 impl<R: Runtime> Drop for GpuDevice<R> {
@@ -339,22 +386,31 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let entered = self.enter().is_ok();
         self.streams.retire("destroy_stream", stream.0, |s| {
             // SAFETY: a live stream of this device, current when entered; a query never blocks.
-            !entered || !matches!(unsafe { self.runtime.stream_query(s.raw) }, Ok(true))
+            !entered || s.is_held() || !matches!(unsafe { self.runtime.stream_query(s.raw) }, Ok(true))
         })
     }
 
     unsafe fn synchronize_stream(&self, stream: StreamId) -> Result<()> {
         self.enter()?;
         let held = self.stream("synchronize_stream", stream)?;
+        // Work held behind a gate is submitted by whoever opens it.
+        while held.is_held() {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        self.enter()?;
         // SAFETY: a live stream of this device, which is current.
-        self.check(unsafe { self.runtime.stream_synchronize(held.raw) })
+        self.check(unsafe { self.runtime.stream_synchronize(held.raw) })?;
+        held.take_failure().map_or(Ok(()), |e| self.check(Err(e)))
     }
 
     unsafe fn query_stream(&self, stream: StreamId) -> Result<bool> {
         self.enter()?;
         let held = self.stream("query_stream", stream)?;
+        if let Some(e) = held.take_failure() {
+            return self.check(Err(e));
+        }
         // SAFETY: as above.
-        self.check(unsafe { self.runtime.stream_query(held.raw) })
+        Ok(!held.is_held() && self.check(unsafe { self.runtime.stream_query(held.raw) })?)
     }
 
     fn create_event(&self) -> Result<EventId> {
@@ -371,7 +427,12 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let spare = self.spare_gates.lock().unwrap_or_else(PoisonError::into_inner).pop();
         if let Some((word, device)) = spare {
             let generation = word.value() + 1;
-            return Ok(EventId(self.events.insert(GpuEvent::User { word, device, generation })));
+            return Ok(EventId(self.events.insert(GpuEvent::User {
+                word,
+                device,
+                generation,
+                waiters: Waiters::default(),
+            })));
         }
         self.enter()?;
         // SAFETY: the device is current; 4 bytes hold the word.
@@ -388,7 +449,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         };
         // A new word starts at 0: generation 1 is closed.
         word.reset();
-        Ok(EventId(self.events.insert(GpuEvent::User { word, device, generation: 1 })))
+        Ok(EventId(self.events.insert(GpuEvent::User { word, device, generation: 1, waiters: Waiters::default() })))
     }
 
     unsafe fn complete_user_event(&self, event: EventId) -> Result<()> {
@@ -408,7 +469,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         // A user event is opened even on a poisoned device, so no stream waits forever.
         slot.open();
         match &*slot {
-            GpuEvent::User { word, device, generation } => {
+            GpuEvent::User { word, device, generation, .. } => {
                 // A stream may still be about to read the word, and will
                 // find it open whatever gate it serves next; at the last
                 // generation it is kept apart until the device's drop.
@@ -431,9 +492,13 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let held = self.stream("record_event", stream)?;
         match &*self.events.get("record_event", event.0)? {
-            GpuEvent::Timed { event, recorded, .. } => {
-                // SAFETY: both handles are live objects of this device, which is current.
-                self.check(unsafe { self.runtime.event_record(*event, held.raw) })?;
+            GpuEvent::Timed { event, timing, recorded, latest } => {
+                let pending = self.check(held.record_pending(*timing))?;
+                if pending.is_none() {
+                    // SAFETY: both handles are live objects of this device, which is current.
+                    self.check(unsafe { self.runtime.event_record(*event, held.raw) })?;
+                }
+                latest.set(pending);
                 recorded.store(true, std::sync::atomic::Ordering::Release);
                 Ok(())
             }
@@ -446,8 +511,12 @@ impl<R: Runtime> Device for GpuDevice<R> {
     unsafe fn query_event(&self, event: EventId) -> Result<bool> {
         self.enter()?;
         match &*self.events.get("query_event", event.0)? {
-            // SAFETY: a live event of this device, which is current.
-            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.event_query(*event) }),
+            GpuEvent::Timed { event, latest, .. } => match latest.get() {
+                Some(pending) if !pending.submitted() => Ok(false),
+                // SAFETY: a live event of this device (or its pending
+                // recording's, which the `Arc` keeps), which is current.
+                pending => self.check(unsafe { self.runtime.event_query(pending.map_or(*event, |p| p.event())) }),
+            },
             user => Ok(user.is_open()),
         }
     }
@@ -455,8 +524,19 @@ impl<R: Runtime> Device for GpuDevice<R> {
     unsafe fn synchronize_event(&self, event: EventId) -> Result<()> {
         self.enter()?;
         match &*self.events.get("synchronize_event", event.0)? {
-            // SAFETY: a live event of this device, which is current.
-            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.event_synchronize(*event) }),
+            GpuEvent::Timed { event, latest, .. } => {
+                let pending = latest.get();
+                if let Some(pending) = &pending {
+                    // Submitted by whoever opens the gate that holds it.
+                    while !pending.submitted() {
+                        std::thread::sleep(std::time::Duration::from_micros(100));
+                    }
+                    self.enter()?;
+                }
+                // SAFETY: a live event of this device (or its pending
+                // recording's, which the `Arc` keeps), which is current.
+                self.check(unsafe { self.runtime.event_synchronize(pending.map_or(*event, |p| p.event())) })
+            }
             user => {
                 while !user.is_open() {
                     std::thread::sleep(std::time::Duration::from_micros(100));
@@ -468,13 +548,25 @@ impl<R: Runtime> Device for GpuDevice<R> {
 
     unsafe fn elapsed_ms(&self, start: EventId, end: EventId) -> Result<f64> {
         self.enter()?;
-        let handle = |id: EventId| -> Result<R::Event> {
+        // The events, and the pending recordings the `Arc`s keep alive.
+        type Recording<R> = (<R as Runtime>::Event, Option<Arc<stream::Pending<R>>>);
+        let handle = |id: EventId| -> Result<Recording<R>> {
             match &*self.events.get("elapsed_ms", id.0)? {
                 GpuEvent::Timed { timing: false, .. } => {
                     Err(self.error("elapsed_ms", ErrorKind::InvalidHandle, "a synchronisation event carries no time"))
                 }
-                GpuEvent::Timed { event, recorded, .. } if recorded.load(std::sync::atomic::Ordering::Acquire) => {
-                    Ok(*event)
+                GpuEvent::Timed { event, recorded, latest, .. }
+                    if recorded.load(std::sync::atomic::Ordering::Acquire) =>
+                {
+                    match latest.get() {
+                        Some(pending) if !pending.submitted() => Err(self.error(
+                            "elapsed_ms",
+                            ErrorKind::NotReady,
+                            "the event's recording is held behind a user event not yet completed",
+                        )),
+                        Some(pending) => Ok((pending.event(), Some(pending))),
+                        None => Ok((*event, None)),
+                    }
                 }
                 GpuEvent::Timed { .. } => {
                     Err(self.error("elapsed_ms", ErrorKind::NotReady, "event was never recorded"))
@@ -484,7 +576,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
                 }
             }
         };
-        let (a, b) = (handle(start)?, handle(end)?);
+        let ((a, _a), (b, _b)) = (handle(start)?, handle(end)?);
         // SAFETY: both are live, recorded events of this device, which is current.
         self.check(unsafe { self.runtime.event_elapsed(a, b) }).map(f64::from)
     }
@@ -493,14 +585,10 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let held = self.stream("stream_wait_event", stream)?;
         match &*self.events.get("stream_wait_event", event.0)? {
-            // SAFETY: both handles are live objects of this device, which is current.
-            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
-            GpuEvent::User { device, generation, .. } => {
-                // SAFETY: the gate word is mapped page-locked memory that
-                // lives until the device is dropped (destroyed gates are
-                // reused, not freed); the word never goes below a generation
-                // once opened, so this wait ends once the gate opens.
-                self.check(unsafe { self.runtime.stream_wait_word(held.raw, *device, *generation) })
+            GpuEvent::Timed { event, latest, .. } => self.wait_timed(&held, *event, latest),
+            GpuEvent::User { word, device, generation, waiters } => {
+                held.wait_gate(*word, *device, *generation, waiters);
+                Ok(())
             }
         }
     }
@@ -575,7 +663,14 @@ impl<R: Runtime> Device for GpuDevice<R> {
     }
 
     unsafe fn raw_stream(&self, stream: StreamId) -> Result<RawStream> {
-        Ok(RawStream(R::stream_to_raw(self.stream("raw_stream", stream)?.raw)))
+        let held = self.stream("raw_stream", stream)?;
+        // Another library enqueues behind the work held on the host only
+        // once that is submitted (behind device-side waits).
+        if held.is_held() {
+            self.enter()?;
+            self.check(stream::materialize(&held))?;
+        }
+        Ok(RawStream(R::stream_to_raw(held.raw)))
     }
 
     unsafe fn copy_h2d(&self, src: *const u8, dst: DeviceRange, stream: StreamId) -> Result<()> {
@@ -584,8 +679,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if dst.len == 0 {
             return Ok(());
         }
+        let len = dst.len;
         // SAFETY: the range is checked device memory; the caller keeps src valid until completion.
-        self.check(unsafe { self.runtime.copy_h2d(to, src, dst.len, held.raw) })
+        self.check(held.submit(move |runtime, raw| unsafe { runtime.copy_h2d(to, src, len, raw) }))
     }
 
     unsafe fn copy_d2h(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
@@ -594,8 +690,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if src.len == 0 {
             return Ok(());
         }
+        let len = src.len;
         // SAFETY: the range is checked device memory; the caller keeps dst valid until completion.
-        self.check(unsafe { self.runtime.copy_d2h(dst, from, src.len, held.raw) })
+        self.check(held.submit(move |runtime, raw| unsafe { runtime.copy_d2h(dst, from, len, raw) }))
     }
 
     unsafe fn copy_d2h_sync(&self, src: DeviceRange, dst: *mut u8, stream: StreamId) -> Result<()> {
@@ -627,8 +724,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if src.len == 0 {
             return Ok(());
         }
+        let len = src.len;
         // SAFETY: both ranges are checked, non-overlapping device memory of this device.
-        self.check(unsafe { self.runtime.copy_d2d(to, from, src.len, held.raw) })
+        self.check(held.submit(move |runtime, raw| unsafe { runtime.copy_d2d(to, from, len, raw) }))
     }
 
     unsafe fn fill_u32(&self, dst: DeviceRange, pattern: u32, stream: StreamId) -> Result<()> {
@@ -638,8 +736,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if dst.len == 0 {
             return Ok(());
         }
+        let count = dst.len / 4;
         // SAFETY: the range is checked, 4-byte aligned device memory.
-        self.check(unsafe { self.runtime.fill_u32(to, pattern, dst.len / 4, held.raw) })
+        self.check(held.submit(move |runtime, raw| unsafe { runtime.fill_u32(to, pattern, count, raw) }))
     }
 
     fn as_peer(&self) -> &dyn Any {
@@ -660,12 +759,14 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if src.range.len == 0 {
             return Ok(route);
         }
-        // SAFETY: both ranges are checked device memory of their devices,
-        // which do not overlap (two devices, or checked on one); the stream
-        // is this device's, which is current.
-        self.check(unsafe {
-            self.runtime.copy_peer(target, &to.runtime, source, &from.runtime, src.range.len, held.raw)
-        })?;
+        let (to, from, len) = (Arc::clone(&to.runtime), Arc::clone(&from.runtime), src.range.len);
+        self.check(held.submit(move |runtime, raw| {
+            // SAFETY: both ranges are checked device memory of their devices,
+            // which do not overlap (two devices, or checked on one); the
+            // stream is this device's, which is current, and the work keeps
+            // both runtimes.
+            unsafe { runtime.copy_peer(target, &to, source, &from, len, raw) }
+        }))?;
         Ok(route)
     }
 
@@ -678,9 +779,8 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let held = self.stream("stream_wait_peer_event", stream)?;
         match &*peer.events.get("stream_wait_peer_event", event.0)? {
-            // SAFETY: a live stream of this device, which is current, and a
-            // live event of the peer: the runtimes wait across devices.
-            GpuEvent::Timed { event, .. } => self.check(unsafe { self.runtime.stream_wait_event(held.raw, *event) }),
+            // The runtimes wait across devices.
+            GpuEvent::Timed { event, latest, .. } => self.wait_timed(&held, *event, latest),
             GpuEvent::User { .. } => Err(peer_gate_refused_on(R::BACKEND)),
         }
     }
@@ -757,6 +857,18 @@ impl<R: Runtime> Device for GpuDevice<R> {
         self.enter()?;
         let held = self.stream("launch_graph", stream)?;
         let graph = self.graphs.get("launch_graph", graph.0)?;
+        if held.is_held() {
+            // Held on the host with an executable of its own, so that an
+            // update after it does not reach it; where the graph has no
+            // source to make one from, submitted now with the work held
+            // before it, behind device-side waits.
+            // SAFETY: the caller's contract.
+            if let Some(launch) = self.check(unsafe { self.held_launch(&graph) })? {
+                return self.check(held.submit(move |_, raw| launch.launch(raw)));
+            }
+            self.check(stream::materialize(&held))?;
+            self.enter()?;
+        }
         self.check(graph.launch(&held))
     }
 

@@ -9,19 +9,25 @@
 //! has generation `g + 1`, closed to new waits while every wait on an
 //! earlier generation stays released (`>= g` still holds). No wait needs
 //! tracking before its word is reused (`gate_words_are_reused_without_releasing_a_new_gate`).
+//!
+//! A stream waits on a closed gate on the host, not on the word (`stream.rs`):
+//! the word is waited on by the device only where held work had to be
+//! submitted early.
 
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
 
+use super::memory::GateWord;
 use super::runtime::Runtime;
+use super::stream::{Latest, Waiters};
 
 /// One hetero event.
 pub(super) enum GpuEvent<R: Runtime> {
-    /// A runtime event, whether it keeps time, and whether it was ever recorded.
-    Timed { event: R::Event, timing: bool, recorded: AtomicBool },
-    /// A host-released gate: the mapped word, its device address, and the
-    /// generation that opens it.
-    User { word: GateWord, device: R::Ptr, generation: u32 },
+    /// A runtime event, whether it keeps time, whether it was ever
+    /// recorded, and its latest recording where that was made on a held stream.
+    Timed { event: R::Event, timing: bool, recorded: AtomicBool, latest: Latest<R> },
+    /// A host-released gate: the mapped word, its device address, the
+    /// generation that opens it, and the streams it holds.
+    User { word: GateWord, device: R::Ptr, generation: u32, waiters: Waiters<R> },
 }
 
 // SAFETY: runtime events may be used from any thread; the gate word is
@@ -31,10 +37,12 @@ unsafe impl<R: Runtime> Send for GpuEvent<R> {}
 unsafe impl<R: Runtime> Sync for GpuEvent<R> {}
 
 impl<R: Runtime> GpuEvent<R> {
-    /// Opens a user event's gate (no effect on timed events).
+    /// Opens a user event's gate and submits the work it held (no effect
+    /// on timed events).
     pub(super) fn open(&self) {
-        if let Self::User { word, generation, .. } = self {
+        if let Self::User { word, generation, waiters, .. } = self {
             word.open(*generation);
+            waiters.release_all();
         }
     }
 
@@ -44,41 +52,5 @@ impl<R: Runtime> GpuEvent<R> {
             Self::User { word, generation, .. } => word.value() >= *generation,
             Self::Timed { .. } => true,
         }
-    }
-}
-
-/// A 4-byte word of mapped page-locked memory.
-///
-/// Invariant: `0` is 4-byte aligned and valid while the device lives (words
-/// are freed only at its drop, after its streams are done); the host only
-/// touches it atomically and never lowers it, devices only read it.
-#[derive(Clone, Copy)]
-pub(super) struct GateWord(pub(super) NonNull<u32>);
-
-// SAFETY: the word is only accessed atomically (see the invariant).
-unsafe impl Send for GateWord {}
-// SAFETY: as above.
-unsafe impl Sync for GateWord {}
-
-impl GateWord {
-    fn atomic(&self) -> &AtomicU32 {
-        // SAFETY: the invariant of the type.
-        unsafe { AtomicU32::from_ptr(self.0.as_ptr()) }
-    }
-
-    /// Sets a new word, which no stream has waited on, to 0.
-    pub(super) fn reset(&self) {
-        self.atomic().store(0, Ordering::SeqCst);
-    }
-
-    /// The latest generation opened (0 for a new word).
-    pub(super) fn value(&self) -> u32 {
-        self.atomic().load(Ordering::SeqCst)
-    }
-
-    /// Opens the gate of `generation`, releasing every stream waiting on it
-    /// or on an earlier generation.
-    pub(super) fn open(&self, generation: u32) {
-        self.atomic().fetch_max(generation, Ordering::SeqCst);
     }
 }

@@ -2,6 +2,7 @@
 //! operation, and what its launches may still be running (`capture.rs`
 //! makes them).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::runtime::Runtime;
@@ -13,6 +14,8 @@ use crate::error::Result;
 pub(super) struct GpuGraph<R: Runtime> {
     pub(super) exec: Mutex<Launched<R>>,
     pub(super) runtime: Arc<R>,
+    /// Launches held on the host not yet launched or dropped ([`HeldLaunch`]).
+    pub(super) held: AtomicUsize,
 }
 
 /// The executable, and where the runtime does not say that destroying or
@@ -162,9 +165,19 @@ impl<R: Runtime> GpuGraph<R> {
         Ok(())
     }
 
+    /// A launch held on the host of `exec`, an executable of this graph's
+    /// own that nothing else launches, changes or destroys.
+    pub(super) fn held_launch(self: &Arc<Self>, exec: R::GraphExec) -> HeldLaunch<R> {
+        self.held.fetch_add(1, Ordering::SeqCst);
+        HeldLaunch { graph: Arc::clone(self), exec: Some(exec) }
+    }
+
     /// Whether destroying the graph now could free an executable a queued
-    /// launch still runs (the device is current).
+    /// launch still runs, or one a held launch will (the device is current).
     pub(super) fn busy(&self) -> bool {
+        if self.held.load(Ordering::SeqCst) > 0 {
+            return true;
+        }
         if R::GRAPHS_OUTLIVE_LAUNCHES {
             return false;
         }
@@ -198,5 +211,72 @@ impl<R: Runtime> Drop for GpuGraph<R> {
                 }
             }
         }
+    }
+}
+
+/// A graph launch held on the host behind a closed gate (`stream.rs`), on an
+/// executable of its own made when it was enqueued (so a later update of
+/// the graph does not reach it): launched when released, then retired as
+/// a replaced executable is, or destroyed unlaunched where it is dropped
+/// first. Its graph counts as busy until then.
+pub(super) struct HeldLaunch<R: Runtime> {
+    graph: Arc<GpuGraph<R>>,
+    exec: Option<R::GraphExec>,
+}
+
+impl<R: Runtime> HeldLaunch<R> {
+    /// Launches the executable on `stream` (the device is current).
+    pub(super) fn launch(mut self, stream: R::Stream) -> Result<()> {
+        let runtime = &*self.graph.runtime;
+        let Some(exec) = self.exec else { return Ok(()) };
+        // SAFETY: a live executable of this launch's own and a live stream
+        // of the current device. Should it fail, the drop destroys it.
+        unsafe { runtime.graph_launch(exec, stream) }?;
+        self.exec = None;
+        if R::GRAPHS_OUTLIVE_LAUNCHES {
+            // SAFETY: launched once, destroyed once; the queued launch outlives it.
+            unsafe { runtime.graph_exec_destroy(exec) };
+            return Ok(());
+        }
+        // SAFETY: the device is current.
+        let marked = unsafe { runtime.event_create(false) }.and_then(|event| {
+            // SAFETY: a live event and stream of the current device.
+            match unsafe { runtime.event_record(event, stream) } {
+                Ok(()) => Ok(event),
+                Err(e) => {
+                    // SAFETY: made above, never recorded, destroyed once.
+                    let _ = unsafe { runtime.event_destroy(event) };
+                    Err(e)
+                }
+            }
+        });
+        match marked {
+            Ok(event) => {
+                self.graph.exec.lock().unwrap_or_else(PoisonError::into_inner).old.push((exec, event));
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing marks the launch: wait for it here, the only safe
+                // way, then destroy its executable.
+                // SAFETY: a live stream; then launched and done, destroyed once.
+                unsafe {
+                    let _ = runtime.stream_synchronize(stream);
+                    runtime.graph_exec_destroy(exec);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+impl<R: Runtime> Drop for HeldLaunch<R> {
+    fn drop(&mut self) {
+        if let Some(exec) = self.exec.take()
+            && self.graph.runtime.enter().is_ok()
+        {
+            // SAFETY: never launched, this launch's own, destroyed once.
+            unsafe { self.graph.runtime.graph_exec_destroy(exec) };
+        }
+        self.graph.held.fetch_sub(1, Ordering::SeqCst);
     }
 }

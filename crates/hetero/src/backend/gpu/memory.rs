@@ -1,4 +1,5 @@
-//! Allocations of the shared GPU device.
+//! Allocations of the shared GPU device, and the mapped words of its gates
+//! ([`GateWord`]).
 //!
 //! Device memory comes from the stream-ordered allocator on the device's
 //! allocator stream where the device has memory pools: unlike a plain free,
@@ -7,6 +8,7 @@
 //! the device when it is allocated or released (both runtimes document it).
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::runtime::Runtime;
 use crate::device::Release;
@@ -66,5 +68,41 @@ impl<R: Runtime> GpuMemory<R> {
                 Ok(())
             }
         }
+    }
+}
+
+/// A 4-byte word of mapped page-locked memory.
+///
+/// Invariant: `0` is 4-byte aligned and valid while the device lives (words
+/// are freed only at its drop, after its streams are done); the host only
+/// touches it atomically and never lowers it, devices only read it.
+#[derive(Clone, Copy)]
+pub(super) struct GateWord(pub(super) NonNull<u32>);
+
+// SAFETY: the word is only accessed atomically (see the invariant).
+unsafe impl Send for GateWord {}
+// SAFETY: as above.
+unsafe impl Sync for GateWord {}
+
+impl GateWord {
+    fn atomic(&self) -> &AtomicU32 {
+        // SAFETY: the invariant of the type.
+        unsafe { AtomicU32::from_ptr(self.0.as_ptr()) }
+    }
+
+    /// Sets a new word, which no stream has waited on, to 0.
+    pub(super) fn reset(&self) {
+        self.atomic().store(0, Ordering::SeqCst);
+    }
+
+    /// The latest generation opened (0 for a new word).
+    pub(super) fn value(&self) -> u32 {
+        self.atomic().load(Ordering::SeqCst)
+    }
+
+    /// Opens the gate of `generation`, releasing every stream waiting on it
+    /// or on an earlier generation.
+    pub(super) fn open(&self, generation: u32) {
+        self.atomic().fetch_max(generation, Ordering::SeqCst);
     }
 }

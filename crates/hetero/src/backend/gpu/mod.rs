@@ -3,7 +3,8 @@
 //! the `cuda` and `hip` backends implement with thin FFI wrappers.
 //!
 //! What lives here once: handle tables, poisoning after sticky errors,
-//! user-event gates (a mapped word streams wait on), the module cache,
+//! user-event gates (a mapped word, and work held on the host behind a
+//! closed one), the module cache,
 //! argument packing, `DeviceInfo` from attributes, memory and streams.
 //! What each backend keeps: library loading and discovery, the error-code
 //! table, the run-time compiler (NVRTC for `sm_XY` / hiprtc), the FFI
