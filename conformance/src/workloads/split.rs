@@ -22,7 +22,15 @@
 //!
 //! `k` is chosen from measured times ([`round_steps`]): one step of a
 //! band, and a halo copy of two sizes. Longer rounds mean fewer exchanges
-//! and cross-device waits, and more rows computed twice.
+//! and cross-device waits, and more rows computed twice. The model's
+//! choice and longer ones are then tried on the devices over the first
+//! snapshot interval, and so is the first device alone (one band, no
+//! halos, the longest round): where that is faster a step than every round
+//! tried on all devices, `split-overlap` declines to split and runs on the
+//! first device alone ([`declines`]; its `devices` metric says so), since
+//! splitting a grid too small for it only costs time. The trials' snapshots
+//! are checked bit for bit too, so the split over all devices is checked
+//! even where it is declined.
 //!
 //! - `split-sync`: one stream per device, every step an eager launch; a
 //!   round's halo copies follow its last step on that stream.
@@ -796,9 +804,40 @@ fn measure(
     Ok(Costs { step_ms, own_rows: own.len(), halo_fixed_ms, halo_row_ms })
 }
 
-/// Each of `candidates` (round lengths) with its time a step in
-/// `split-overlap` over the first snapshot interval of `g` (the least of
-/// two runs, ms): the candidate with the least is the round length. A
+/// A trial of `split-overlap` over `contexts` in rounds of `k` steps, over
+/// the first snapshot interval of `g`: its time a step (the least of two
+/// runs, ms), and how many values of its snapshot differ from `first` (the
+/// single-device run's first snapshot; not compared where it has another
+/// length).
+fn trial(
+    contexts: &[&Context],
+    env: &Env<'_>,
+    g: Grid,
+    source: &[f32],
+    k: usize,
+    first: &[f32],
+) -> Result<(f64, usize), Failure> {
+    let steps = g.snapshot_every.min(g.steps);
+    let trial = Grid { steps, snapshot_every: steps, ..g };
+    let source = source.get(..steps).ok_or_else(|| Failure::Internal("fewer source values than steps".into()))?;
+    let (mut least, mut differing) = (f64::INFINITY, 0);
+    for _ in 0..2 {
+        let run = run_split(contexts, env.tuning, env.clock, trial, source, Split::Overlap, k)?;
+        least = least.min(run.total_ms / steps as f64);
+        if run.snapshots.len() == first.len() {
+            differing =
+                differing.max(run.snapshots.iter().zip(first).filter(|(a, b)| a.to_bits() != b.to_bits()).count());
+        }
+    }
+    Ok((least, differing))
+}
+
+/// One trial result: the round length, the time a step (ms, NaN where not
+/// run) and the snapshot values that differed from the single-device run's.
+type Tried = (usize, f64, usize);
+
+/// Each of `candidates` (round lengths) tried on all of `contexts`
+/// ([`trial`]): the candidate with the least time is the round length. A
 /// single candidate is not run (time NaN).
 fn try_rounds(
     contexts: &[&Context],
@@ -806,23 +845,45 @@ fn try_rounds(
     g: Grid,
     source: &[f32],
     candidates: &[usize],
-) -> Result<Vec<(usize, f64)>, Failure> {
+    first: &[f32],
+) -> Result<Vec<Tried>, Failure> {
     if candidates.len() < 2 {
-        return Ok(candidates.iter().map(|&k| (k, f64::NAN)).collect());
+        return Ok(candidates.iter().map(|&k| (k, f64::NAN, 0)).collect());
     }
-    let steps = g.snapshot_every.min(g.steps);
-    let trial = Grid { steps, snapshot_every: steps, ..g };
-    let source = source.get(..steps).ok_or_else(|| Failure::Internal("fewer source values than steps".into()))?;
     let mut tried = Vec::new();
     for &k in candidates {
-        let mut least = f64::INFINITY;
-        for _ in 0..2 {
-            let run = run_split(contexts, env.tuning, env.clock, trial, source, Split::Overlap, k)?;
-            least = least.min(run.total_ms / steps as f64);
-        }
-        tried.push((k, least));
+        let (ms, differing) = trial(contexts, env, g, source, k, first)?;
+        tried.push((k, ms, differing));
     }
     Ok(tried)
+}
+
+/// The first device alone in `split-overlap`'s rounds, as long as they may
+/// be (one band has no halos to exchange), tried as the rounds on all
+/// devices were: the round length and the time a step. `None` where no
+/// round was tried on all devices.
+fn try_alone(
+    contexts: &[&Context],
+    env: &Env<'_>,
+    g: Grid,
+    source: &[f32],
+    tried: &[Tried],
+    first: &[f32],
+) -> Result<Option<(usize, f64)>, Failure> {
+    let longest = round_candidates(halo_steps(g.ny, 1), g.snapshot_every).last().copied();
+    match (contexts.first(), longest) {
+        (Some(ctx), Some(k)) if tried.iter().any(|t| t.1.is_finite()) => {
+            Ok(Some((k, trial(&[*ctx], env, g, source, k, first)?.0)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Whether `split-overlap` declines to split: the first device alone
+/// (`alone`'s time a step) was faster than every round tried on all devices.
+pub fn declines(tried: &[(usize, f64)], alone: Option<(usize, f64)>) -> bool {
+    let best = tried.iter().map(|t| t.1).filter(|ms| ms.is_finite()).reduce(f64::min);
+    matches!((best, alone), (Some(best), Some((_, ms))) if ms < best)
 }
 
 /// The single-device runs a split run is checked and timed against.
@@ -855,26 +916,44 @@ pub fn run(
         return Ok(Vec::new());
     }
     let costs = measure(&contexts, env.tuning, env.clock, g, limit)?;
-    let tried = try_rounds(&contexts, env, g, source, &rounds_to_try(costs, limit, g.snapshot_every))?;
-    let k = tried.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map_or(1, |&(k, _)| k);
+    let first = single.snapshots.get(..g.cells()).unwrap_or_default();
+    let candidates = rounds_to_try(costs, limit, g.snapshot_every);
+    let tried = try_rounds(&contexts, env, g, source, &candidates, first)?;
+    let k = tried.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map_or(1, |&(k, ..)| k);
+    let alone = try_alone(&contexts, env, g, source, &tried, first)?;
+    let times: Vec<(usize, f64)> = tried.iter().map(|&(k, ms, _)| (k, ms)).collect();
+    let declined = declines(&times, alone);
     let mut outcomes = Vec::new();
     for split in Split::ALL {
-        let run = run_split(&contexts, env.tuning, env.clock, g, source, split, k)?;
+        let (devices, k) = match alone {
+            Some((longest, _)) if declined && split == Split::Overlap => (&contexts[..1], longest),
+            _ => (&contexts[..], k),
+        };
+        let run = run_split(devices, env.tuning, env.clock, g, source, split, k)?;
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
-            .metric("devices", contexts.len() as f64)
+            .metric("devices", devices.len() as f64)
+            .metric("devices_available", contexts.len() as f64)
             .metric("halo_steps", k as f64)
             .metric("step_ms", costs.step_ms)
             .metric("halo_fixed_ms", costs.halo_fixed_ms)
             .metric("halo_row_ms", costs.halo_row_ms)
             .metric("enqueue_ms", run.enqueue_ms)
             .with_output(super::Output::F32(run.snapshots.clone()));
-        for &(k, ms) in tried.iter().filter(|(_, ms)| ms.is_finite()) {
+        for &(k, ms) in times.iter().filter(|(_, ms)| ms.is_finite()) {
             outcome.metrics.insert(format!("round_{k}_trial_step_ms"), ms);
+        }
+        if let Some((_, ms)) = alone {
+            outcome.metrics.insert("trial_one_device_step_ms".into(), ms);
         }
         let differing = run.snapshots.iter().zip(single.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
         if differing > 0 || run.snapshots.len() != single.snapshots.len() {
             outcome.note = Some(format!("{differing} snapshot values differ from the single-device sync run's"));
+        } else if let Some(&(k, _, n)) = tried.iter().find(|t| t.2 > 0).filter(|_| split == Split::Overlap) {
+            outcome.note = Some(format!(
+                "the trial on {} devices in rounds of {k} steps: {n} snapshot values differ from the single-device sync run's",
+                contexts.len()
+            ));
         }
         let baselines =
             [("single", single.total_ms), ("single_overlapped", single.overlapped_ms), ("single_best", single.best_ms)];
@@ -900,7 +979,9 @@ pub fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{Band, Costs, MAX_HALO_STEPS, bands, edges, halo_steps, interior, round_steps, rounds_to_try};
+    use super::{
+        Band, Costs, MAX_HALO_STEPS, bands, declines, edges, halo_steps, interior, round_steps, rounds_to_try,
+    };
 
     #[test]
     fn bands_cover_the_grid_with_halo_rows_of_a_round() {
@@ -973,6 +1054,18 @@ mod tests {
         assert_eq!(round_steps(unknown, 64, 100), 5, "the longest candidate up to 8");
         assert_eq!(round_steps(unknown, 64, 30), 5);
         assert_eq!(round_steps(costs, 0, 1), 1);
+    }
+
+    /// The split declines only where the first device alone beat every
+    /// round tried on all devices, and never without a trial.
+    #[test]
+    fn the_split_declines_only_where_one_device_was_faster() {
+        let tried = [(5, 0.020), (10, 0.018), (20, f64::NAN)];
+        assert!(declines(&tried, Some((100, 0.017))));
+        assert!(!declines(&tried, Some((100, 0.018))), "a tie splits");
+        assert!(!declines(&tried, Some((100, 0.030))));
+        assert!(!declines(&tried, None));
+        assert!(!declines(&[(5, f64::NAN)], Some((100, 0.001))), "no round tried on all devices");
     }
 
     /// The model's choice is run beside the next longer candidates, never
