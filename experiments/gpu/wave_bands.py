@@ -2,8 +2,10 @@
 # question behind the split wave's speed-up (a band of half the rows should
 # take half a step): wave.kern's wave_rows timed with CuPy over bands of
 # 4096 cells' rows, 100 launches back to back between two CUDA events (the
-# per-launch mean, gaps included, as a graph replay runs them), median of
-# five; then the half bands on every GPU at once.
+# per-launch mean, gaps included), median of five, launched one by one and
+# as one captured CUDA graph of the 100 (as the split's rounds run them),
+# with each mode's fit of time = fixed + per-row cost; then the half bands
+# on every GPU at once.
 #   python3 experiments/gpu/wave_bands.py kernels/src/prelude/cuda.h kernels/src/portable/common.kern \
 #     kernels/src/portable/wave.kern $OUT/wave_bands.json
 """Times wave_rows over bands of rows, on one GPU and on every GPU at once."""
@@ -61,16 +63,55 @@ def per_launch_ms(launches):
     return {dev: statistics.median(t) for dev, t in times.items()}
 
 
+def graph_launch_ms(f):
+    """Median over REPEATS of the mean launch time of LAUNCHES launches of f captured as one CUDA graph."""
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        f()
+        stream.synchronize()
+        stream.begin_capture()
+        for _ in range(LAUNCHES):
+            f()
+        graph = stream.end_capture()
+        for _ in range(3):
+            graph.launch(stream)
+        times = []
+        for _ in range(REPEATS):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record(stream)
+            graph.launch(stream)
+            b.record(stream)
+            b.synchronize()
+            times.append(cp.cuda.get_elapsed_time(a, b) / LAUNCHES)
+    return statistics.median(times)
+
+
+def fit(points):
+    """Least-squares (fixed ms, ms a row) of time against rows."""
+    n = len(points)
+    mx = sum(r for r, _ in points) / n
+    my = sum(t for _, t in points) / n
+    slope = sum((r - mx) * (t - my) for r, t in points) / sum((r - mx) ** 2 for r, _ in points)
+    return my - slope * mx, slope
+
+
 res = {"nx": NX, "block": BLOCK, "one_gpu": [], "every_gpu": []}
-full = None
+full = full_graph = None
 for rows in (4096, 2088, 2048, 1064, 1024, 552, 512):
     with cp.cuda.Device(0):
-        ms = per_launch_ms([(setup(rows), 0)])[0]
-    full = full or ms
+        f = setup(rows)
+        ms = per_launch_ms([(f, 0)])[0]
+        graph_ms = graph_launch_ms(f)
+    full, full_graph = full or ms, full_graph or graph_ms
     gbps = 12 * NX * rows / ms / 1e6
     print(f"one GPU, {rows:5d} rows: {ms:.4f} ms a step, {gbps:5.0f} GB/s, {ms / full:.3f} of 4096 rows "
-          f"(ideal {rows / 4096:.3f})")
-    res["one_gpu"].append(dict(rows=rows, ms=ms, gbps=gbps, of_full=ms / full))
+          f"(ideal {rows / 4096:.3f}); in a graph {graph_ms:.4f} ms, {graph_ms / full_graph:.3f} of 4096 rows")
+    res["one_gpu"].append(dict(rows=rows, ms=ms, gbps=gbps, of_full=ms / full, graph_ms=graph_ms,
+                               graph_of_full=graph_ms / full_graph))
+for mode, key in (("one by one", "ms"), ("in a graph", "graph_ms")):
+    fixed, per_row = fit([(p["rows"], p[key]) for p in res["one_gpu"]])
+    print(f"fit, launched {mode}: {fixed * 1e3:.2f} us a launch + {per_row * 1e6:.2f} ns a row")
+    res[f"fit_{key}"] = dict(fixed_ms=fixed, ms_per_row=per_row)
 gpus = cp.cuda.runtime.getDeviceCount()
 for n in sorted({2, gpus} - {1}):
     if n > gpus:
