@@ -2,17 +2,19 @@
 //! a closed user event.
 //!
 //! Work behind a closed gate waits on the host, not in one of the device's
-//! hardware queues. A device-side wait (a stream waiting for a gate's mapped word) blocks
-//! the hardware queue its stream is mapped to, and CUDA maps every stream
-//! of a context onto a few such queues (`CUDA_DEVICE_MAX_CONNECTIONS`, 8 by
-//! default): a closed gate held streams that never waited on it, and a host
-//! waiting for one of those before opening the gate waited forever
-//! (`a_closed_gate_holds_no_other_stream`, `a_gated_peer_copy_holds_no_other_stream`;
-//! H200). So a stream that waits on a closed gate, or on a recording still
-//! held behind one, is *held*: what is enqueued on it from then on is kept
-//! here in order ([`Step`]) and submitted by the thread that releases it,
-//! the one opening the gate or submitting the recording it waits for.
-//! Work submitted to a runtime this way never waits for the host.
+//! hardware queues. A device-side wait (a stream waiting for a gate's
+//! mapped word) blocks the hardware queue its stream is mapped to, and CUDA
+//! maps every stream of a context onto a few such queues
+//! (`CUDA_DEVICE_MAX_CONNECTIONS`, 8 by default): a closed gate held
+//! streams that never waited on it, and a host waiting for one of those
+//! before opening the gate waited forever (H200;
+//! `a_closed_gate_holds_no_other_stream`,
+//! `a_gated_peer_copy_holds_no_other_stream`). So a stream that waits on
+//! a closed gate, or on a recording still held behind one, is *held*: what
+//! is enqueued on it from then on is kept here in order ([`Step`]) and
+//! submitted by the thread that releases it, the one opening the gate or
+//! submitting the recording it waits for. Work submitted to a runtime this
+//! way never waits for the host.
 //!
 //! Events follow their streams. A recording on a held stream is made on a
 //! fresh runtime event ([`Pending`]), and queries, waits and times of the
@@ -34,7 +36,9 @@
 //! steps' lock once none is left, so work enqueued while it reads `false`
 //! follows every step. A [`Pending`] is marked submitted only after its
 //! record was submitted, or after its stream's earlier work completed where
-//! the record failed, so a wait on it never runs ahead of that work.
+//! the record failed, so a wait on it never runs ahead of that work; on a
+//! device that cannot even be made current, it is marked submitted at once
+//! (nothing more runs there), so that no wait on it lasts forever.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
