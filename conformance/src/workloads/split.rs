@@ -834,7 +834,7 @@ fn trial(
 
 /// One trial result: the round length, the time a step (ms, NaN where not
 /// run) and the snapshot values that differed from the single-device run's.
-type Tried = (usize, f64, usize);
+pub type Tried = (usize, f64, usize);
 
 /// Each of `candidates` (round lengths) tried on all of `contexts`
 /// ([`trial`]): the candidate with the least time is the round length. A
@@ -881,7 +881,7 @@ fn try_alone(
 
 /// Whether `split-overlap` declines to split: the first device alone
 /// (`alone`'s time a step) was faster than every round tried on all devices.
-pub fn declines(tried: &[(usize, f64)], alone: Option<(usize, f64)>) -> bool {
+pub fn declines(tried: &[Tried], alone: Option<(usize, f64)>) -> bool {
     let best = tried.iter().map(|t| t.1).filter(|ms| ms.is_finite()).reduce(f64::min);
     matches!((best, alone), (Some(best), Some((_, ms))) if ms < best)
 }
@@ -921,8 +921,7 @@ pub fn run(
     let tried = try_rounds(&contexts, env, g, source, &candidates, first)?;
     let k = tried.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map_or(1, |&(k, ..)| k);
     let alone = try_alone(&contexts, env, g, source, &tried, first)?;
-    let times: Vec<(usize, f64)> = tried.iter().map(|&(k, ms, _)| (k, ms)).collect();
-    let declined = declines(&times, alone);
+    let declined = declines(&tried, alone);
     let mut outcomes = Vec::new();
     for split in Split::ALL {
         let (devices, k) = match alone {
@@ -940,7 +939,7 @@ pub fn run(
             .metric("halo_row_ms", costs.halo_row_ms)
             .metric("enqueue_ms", run.enqueue_ms)
             .with_output(super::Output::F32(run.snapshots.clone()));
-        for &(k, ms) in times.iter().filter(|(_, ms)| ms.is_finite()) {
+        for &(k, ms, _) in tried.iter().filter(|t| t.1.is_finite()) {
             outcome.metrics.insert(format!("round_{k}_trial_step_ms"), ms);
         }
         if let Some((_, ms)) = alone {
@@ -1060,12 +1059,12 @@ mod tests {
     /// round tried on all devices, and never without a trial.
     #[test]
     fn the_split_declines_only_where_one_device_was_faster() {
-        let tried = [(5, 0.020), (10, 0.018), (20, f64::NAN)];
+        let tried = [(5, 0.020, 0), (10, 0.018, 0), (20, f64::NAN, 0)];
         assert!(declines(&tried, Some((100, 0.017))));
         assert!(!declines(&tried, Some((100, 0.018))), "a tie splits");
         assert!(!declines(&tried, Some((100, 0.030))));
         assert!(!declines(&tried, None));
-        assert!(!declines(&[(5, f64::NAN)], Some((100, 0.001))), "no round tried on all devices");
+        assert!(!declines(&[(5, f64::NAN, 0)], Some((100, 0.001))), "no round tried on all devices");
     }
 
     /// The model's choice is run beside the next longer candidates, never

@@ -195,29 +195,55 @@ impl<R: Runtime> GpuDevice<R> {
     }
 
     /// For a launch held on the host (`stream.rs`): an executable of `graph`
-    /// that runs what its current one runs, of the launch's own; `None`
-    /// where the graph keeps no source with its nodes to make one from
-    /// (the device is current).
+    /// that runs what its current one runs, of the launch's own
+    /// ([`GpuDevice::idle_exec`]); `None` where the graph keeps no source
+    /// with its nodes to make one from, or the runtime refuses (the device
+    /// is current).
     ///
     /// # Safety
     /// As [`Device::launch_graph`].
-    pub(super) unsafe fn held_launch(&self, graph: &Arc<GpuGraph<R>>) -> Result<Option<HeldLaunch<R>>> {
-        let runtime = &*self.runtime;
-        let launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
+    pub(super) unsafe fn held_launch(&self, graph: &Arc<GpuGraph<R>>) -> Option<HeldLaunch<R>> {
+        let mut launched = graph.exec.lock().unwrap_or_else(PoisonError::into_inner);
         // Nodes cleared after a refused change are not what `exec` runs.
-        let Some(source) = launched.source.as_ref().filter(|s| s.nodes.len() == s.launches.len()) else {
-            return Ok(None);
-        };
-        // SAFETY: the source graph, kept alive with the executable.
-        let exec = unsafe { runtime.graph_instantiate(source.graph) }?;
-        // SAFETY: the caller's contract; nothing else has `exec`, which runs
-        // the graph as captured, so every launch is set.
-        if !unsafe { self.set_changed(exec, None, &source.launches, &source.nodes) } {
-            // SAFETY: never launched, destroyed once.
-            unsafe { runtime.graph_exec_destroy(exec) };
-            return Ok(None);
+        let source = launched.source.as_mut().filter(|s| s.nodes.len() == s.launches.len())?;
+        let nodes = source.nodes.clone();
+        // SAFETY: the caller's contract.
+        let (exec, event) = unsafe { self.idle_exec(source, &nodes) }?;
+        Some(graph.held_launch(exec, event))
+    }
+
+    /// An executable of `source`'s graph that no queued launch uses, set to
+    /// run `nodes` (which differ from the source's in launch arguments at
+    /// most): an idle spare, with its event, or one instantiated anew.
+    /// `None` where the runtime refuses, with nothing left behind.
+    ///
+    /// # Safety
+    /// As [`Device::update_graph`]; the device is current.
+    unsafe fn idle_exec(
+        &self,
+        source: &mut Source<R>,
+        nodes: &[GraphNode],
+    ) -> Option<(R::GraphExec, Option<R::Event>)> {
+        let runtime = &*self.runtime;
+        let spare = source.idle_spare(runtime).map(|spare| (spare.exec, Some(spare.event), Some(spare.nodes)));
+        let (exec, event, held) = spare.or_else(|| {
+            // SAFETY: the source graph, kept alive with it.
+            unsafe { runtime.graph_instantiate(source.graph) }.ok().map(|exec| (exec, None, None))
+        })?;
+        // SAFETY: the caller's contract; no launch of `exec` is queued, and
+        // it runs `held` (a new one runs the graph as captured: every
+        // launch is set).
+        if unsafe { self.set_changed(exec, held.as_deref(), &source.launches, nodes) } {
+            return Some((exec, event));
         }
-        Ok(Some(graph.held_launch(exec)))
+        // SAFETY: not current and no launch of it queued; destroyed once.
+        unsafe {
+            runtime.graph_exec_destroy(exec);
+            if let Some(event) = event {
+                let _ = runtime.event_destroy(event);
+            }
+        }
+        None
     }
 
     /// [`Device::update_graph`]: where only launches' arguments changed and
@@ -311,29 +337,11 @@ impl<R: Runtime> GpuDevice<R> {
             }
             return set;
         }
-        // SAFETY: the source graph, kept alive with it.
-        let spare = source.idle_spare(runtime).map(|spare| (spare.exec, Some(spare.event), Some(spare.nodes)));
-        let Some((exec, event, held)) = spare.or_else(|| {
-            // SAFETY: as above.
-            unsafe { runtime.graph_instantiate(source.graph) }.ok().map(|exec| (exec, None, None))
-        }) else {
+        // SAFETY: the caller's contract.
+        let Some((exec, event)) = (unsafe { self.idle_exec(source, nodes) }) else {
             source.nodes.clear();
             return false;
         };
-        // SAFETY: the caller's contract; no launch of `exec` is queued, and
-        // it runs `held` (a new one runs the graph as captured: every
-        // launch is set).
-        if !unsafe { self.set_changed(exec, held.as_deref(), &source.launches, nodes) } {
-            // SAFETY: not current and no launch of it queued; destroyed once.
-            unsafe {
-                runtime.graph_exec_destroy(exec);
-                if let Some(event) = event {
-                    let _ = runtime.event_destroy(event);
-                }
-            }
-            source.nodes.clear();
-            return false;
-        }
         let nodes = std::mem::replace(&mut source.nodes, nodes.to_vec());
         let current = (std::mem::replace(&mut launched.exec, exec), std::mem::replace(&mut launched.done, event));
         match current {

@@ -397,7 +397,6 @@ impl<R: Runtime> Device for GpuDevice<R> {
         while held.is_held() {
             std::thread::sleep(std::time::Duration::from_micros(100));
         }
-        self.enter()?;
         // SAFETY: a live stream of this device, which is current.
         self.check(unsafe { self.runtime.stream_synchronize(held.raw) })?;
         held.take_failure().map_or(Ok(()), |e| self.check(Err(e)))
@@ -526,12 +525,9 @@ impl<R: Runtime> Device for GpuDevice<R> {
         match &*self.events.get("synchronize_event", event.0)? {
             GpuEvent::Timed { event, latest, .. } => {
                 let pending = latest.get();
-                if let Some(pending) = &pending {
-                    // Submitted by whoever opens the gate that holds it.
-                    while !pending.submitted() {
-                        std::thread::sleep(std::time::Duration::from_micros(100));
-                    }
-                    self.enter()?;
+                // Submitted by whoever opens the gate that holds it.
+                while pending.as_ref().is_some_and(|p| !p.submitted()) {
+                    std::thread::sleep(std::time::Duration::from_micros(100));
                 }
                 // SAFETY: a live event of this device (or its pending
                 // recording's, which the `Arc` keeps), which is current.
@@ -666,10 +662,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
         let held = self.stream("raw_stream", stream)?;
         // Another library enqueues behind the work held on the host only
         // once that is submitted (behind device-side waits).
-        if held.is_held() {
-            self.enter()?;
-            self.check(stream::materialize(&held))?;
-        }
+        self.check(stream::materialize(&held))?;
         Ok(RawStream(R::stream_to_raw(held.raw)))
     }
 
@@ -759,12 +752,19 @@ impl<R: Runtime> Device for GpuDevice<R> {
         if src.range.len == 0 {
             return Ok(route);
         }
-        let (to, from, len) = (Arc::clone(&to.runtime), Arc::clone(&from.runtime), src.range.len);
-        self.check(held.submit(move |runtime, raw| {
+        let len = src.range.len;
+        if !held.is_held() {
             // SAFETY: both ranges are checked device memory of their devices,
             // which do not overlap (two devices, or checked on one); the
-            // stream is this device's, which is current, and the work keeps
-            // both runtimes.
+            // stream is this device's, which is current.
+            self.check(unsafe { self.runtime.copy_peer(target, &to.runtime, source, &from.runtime, len, held.raw) })?;
+            return Ok(route);
+        }
+        // Held: the work keeps both runtimes (cloned only here, since every
+        // thread's copies would share their counts' cache line).
+        let (to, from) = (Arc::clone(&to.runtime), Arc::clone(&from.runtime));
+        self.check(held.submit(move |runtime, raw| {
+            // SAFETY: as above; the work keeps both runtimes.
             unsafe { runtime.copy_peer(target, &to, source, &from, len, raw) }
         }))?;
         Ok(route)
@@ -863,7 +863,7 @@ impl<R: Runtime> Device for GpuDevice<R> {
             // source to make one from, submitted now with the work held
             // before it, behind device-side waits.
             // SAFETY: the caller's contract.
-            if let Some(launch) = self.check(unsafe { self.held_launch(&graph) })? {
+            if let Some(launch) = unsafe { self.held_launch(&graph) } {
                 return self.check(held.submit(move |_, raw| launch.launch(raw)));
             }
             self.check(stream::materialize(&held))?;

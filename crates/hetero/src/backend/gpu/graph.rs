@@ -166,10 +166,11 @@ impl<R: Runtime> GpuGraph<R> {
     }
 
     /// A launch held on the host of `exec`, an executable of this graph's
-    /// own that nothing else launches, changes or destroys.
-    pub(super) fn held_launch(self: &Arc<Self>, exec: R::GraphExec) -> HeldLaunch<R> {
+    /// own that nothing else launches, changes or destroys, with the event
+    /// it came with (an idle spare's) if any.
+    pub(super) fn held_launch(self: &Arc<Self>, exec: R::GraphExec, event: Option<R::Event>) -> HeldLaunch<R> {
         self.held.fetch_add(1, Ordering::SeqCst);
-        HeldLaunch { graph: Arc::clone(self), exec: Some(exec) }
+        HeldLaunch { graph: Arc::clone(self), exec: Some(exec), event }
     }
 
     /// Whether destroying the graph now could free an executable a queued
@@ -222,6 +223,8 @@ impl<R: Runtime> Drop for GpuGraph<R> {
 pub(super) struct HeldLaunch<R: Runtime> {
     graph: Arc<GpuGraph<R>>,
     exec: Option<R::GraphExec>,
+    /// An event to mark the launch with, where it came with its executable.
+    event: Option<R::Event>,
 }
 
 impl<R: Runtime> HeldLaunch<R> {
@@ -234,12 +237,14 @@ impl<R: Runtime> HeldLaunch<R> {
         unsafe { runtime.graph_launch(exec, stream) }?;
         self.exec = None;
         if R::GRAPHS_OUTLIVE_LAUNCHES {
-            // SAFETY: launched once, destroyed once; the queued launch outlives it.
+            // SAFETY: launched once, destroyed once; the queued launch
+            // outlives it. The drop destroys any event.
             unsafe { runtime.graph_exec_destroy(exec) };
             return Ok(());
         }
         // SAFETY: the device is current.
-        let marked = unsafe { runtime.event_create(false) }.and_then(|event| {
+        let event = self.event.take().map_or_else(|| unsafe { runtime.event_create(false) }, Ok);
+        let marked = event.and_then(|event| {
             // SAFETY: a live event and stream of the current device.
             match unsafe { runtime.event_record(event, stream) } {
                 Ok(()) => Ok(event),
@@ -271,11 +276,19 @@ impl<R: Runtime> HeldLaunch<R> {
 
 impl<R: Runtime> Drop for HeldLaunch<R> {
     fn drop(&mut self) {
-        if let Some(exec) = self.exec.take()
-            && self.graph.runtime.enter().is_ok()
-        {
-            // SAFETY: never launched, this launch's own, destroyed once.
-            unsafe { self.graph.runtime.graph_exec_destroy(exec) };
+        let runtime = &*self.graph.runtime;
+        if (self.exec.is_some() || self.event.is_some()) && runtime.enter().is_ok() {
+            // SAFETY: this launch's own, never launched (the executable) or
+            // recorded (the event) by it, and no launch of a spare's queued;
+            // each destroyed once.
+            unsafe {
+                if let Some(exec) = self.exec.take() {
+                    runtime.graph_exec_destroy(exec);
+                }
+                if let Some(event) = self.event.take() {
+                    let _ = runtime.event_destroy(event);
+                }
+            }
         }
         self.graph.held.fetch_sub(1, Ordering::SeqCst);
     }
