@@ -6,14 +6,15 @@
 //! | folders | files |
 //! |---|---|
 //! | `host` | `mod.rs device.rs error.rs event.rs memory.rs module.rs stream.rs` |
-//! | `opencl` | `mod.rs device.rs error.rs event.rs graph.rs memory.rs module.rs stream.rs` |
+//! | `opencl` | `mod.rs bridge.rs device.rs error.rs event.rs graph.rs memory.rs module.rs stream.rs` |
 //! | `cuda` | `mod.rs compile.rs error.rs runtime.rs` |
 //! | `hip` | `mod.rs compile.rs error.rs ffi.rs runtime.rs` |
 //! | `gpu` | `mod.rs capture.rs device.rs event.rs graph.rs loader.rs memory.rs module.rs runtime.rs stream.rs` |
 //!
 //! `host` and `opencl` implement [`crate::Device`] themselves; `opencl`
 //! and `gpu` build graphs of their own (`graph.rs`), where the host
-//! backend lets the typed layer replay a graph's nodes. `gpu` is the
+//! backend lets the typed layer replay a graph's nodes; `opencl` also
+//! waits across its contexts (`bridge.rs`). `gpu` is the
 //! one implementation for CUDA-like runtimes; `cuda` and `hip` hold only
 //! what differs between them: discovery (`mod.rs`), the error-code table
 //! (`error.rs`), the run-time compiler (`compile.rs`) and the runtime

@@ -17,8 +17,9 @@ use opencl3::kernel::Kernel;
 use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_command_queue, cl_context, cl_device_id, cl_mem};
 use smallvec::SmallVec;
 
+use super::bridge::{self, Bridged};
 use super::error::{error, from_cl, from_code};
-use super::event::{self, Bridged, ClEvent};
+use super::event::{self, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{self, ClMemory, StagingPool, View};
 use super::module::{self, ClKernel};
@@ -165,7 +166,7 @@ impl OpenClDevice {
         Ok(Self {
             staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
-            queues: Queues::new(info.platform.starts_with("rusticl")),
+            queues: Queues::new(info.platform.starts_with("rusticl"), bridge::bridges_by_thread(&info.platform)?),
             max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -205,7 +206,7 @@ impl OpenClDevice {
     /// (stream `near`) of this device, one of the two: the reads run on the
     /// source's side, the writes on the destination's, the other device's
     /// half on its peer queue for `near` ([`OpenClDevice::peer_queue`]).
-    /// Each write waits for its read through an [`event::bridge`]; from
+    /// Each write waits for its read through an [`bridge::make`]; from
     /// [`memory::HALVES_FROM`] bytes the copy moves in two halves, so the
     /// first half's write overlaps the second's read. `queue` then follows
     /// the last write. On an error after a command was enqueued, both
@@ -261,7 +262,7 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                theirs.defer_wait(event::bridge(&here, &from.context, Bridged::Inherit)?);
+                theirs.defer_wait(bridge::make(&here, queue.waiter(), &from.context, Bridged::Inherit)?);
             }
             let pieces = memory::pieces(src.len);
             let mut reads = Vec::with_capacity(pieces.len());
@@ -271,12 +272,12 @@ impl OpenClDevice {
                 reads.push(done);
             }
             for (&piece, done) in pieces.iter().zip(&reads) {
-                writer.defer_wait(event::bridge(done, &to.context, Bridged::Inherit)?);
+                writer.defer_wait(bridge::make(done, reader.waiter(), &to.context, Bridged::Inherit)?);
                 last = Some(write(piece)?);
             }
             if !pull {
                 if let Some(written) = &last {
-                    queue.defer_wait(event::bridge(written, &self.context, Bridged::Inherit)?);
+                    queue.defer_wait(bridge::make(written, writer.waiter(), &self.context, Bridged::Inherit)?);
                 }
                 queue.recording(false)?;
                 queue.flush()?;
@@ -293,7 +294,7 @@ impl OpenClDevice {
     }
 
     /// Makes `stream` wait for `event` of `peer` (this device or another),
-    /// across contexts through a [`event::bridge`] of kind `kind`.
+    /// across contexts through a [`bridge::make`] of kind `kind`.
     fn wait_peer(
         &self,
         call: &'static str,
@@ -314,12 +315,17 @@ impl OpenClDevice {
         }
         // `current` flushed the event's queue, so the callback (or, in one
         // context, the event itself) will come.
-        if let Some(recorded) = slot.current()? {
+        if let Some((recorded, source)) = slot.recording()? {
             if self.shares_context(peer) && kind == Bridged::Inherit {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
             } else {
-                queue.defer_wait(event::bridge(&recorded, &self.context, kind)?);
+                queue.defer_wait(bridge::make(
+                    &recorded,
+                    source.as_deref().and_then(ClStream::waiter),
+                    &self.context,
+                    kind,
+                )?);
             }
         }
         Ok(())

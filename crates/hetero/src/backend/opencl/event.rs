@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use opencl3::event::{CL_COMPLETE, Event};
+use opencl3::event::Event;
 
 use super::stream::{ClStream, is_complete};
 use crate::error::Result;
@@ -87,67 +87,4 @@ pub(super) fn completed((event, source): &Recording, call: &'static str) -> Resu
         }
         _ => Ok(false),
     }
-}
-
-/// What a [`bridge`] does when its source event fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Bridged {
-    /// Fails with the source's status, so the waiting queue's command fails.
-    Inherit,
-    /// Completes: the wait only ends ([`crate::Device::stream_wait_peer_settled`]).
-    Settled,
-}
-
-/// A user event of `context` that completes when `event` does, failing
-/// with its status when it fails and `kind` is [`Bridged::Inherit`]: a
-/// wait across contexts, which OpenCL's wait lists do not allow, with no
-/// thread blocked. `event`'s queue must be flushed for it to complete.
-pub(super) fn bridge(event: &Event, context: &opencl3::context::Context, kind: Bridged) -> Result<Arc<Event>> {
-    let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
-    let user = Event::new(raw);
-    // SAFETY: raw is a live event; the callback owns this second reference
-    // and releases it.
-    unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
-    let callback = match kind {
-        Bridged::Inherit => release_bridge,
-        Bridged::Settled => release_settled,
-    };
-    match event.set_callback(CL_COMPLETE, callback, raw.cast()) {
-        Ok(()) => Ok(Arc::new(user)),
-        Err(e) => {
-            // SAFETY: the reference the callback would have released.
-            let _ = unsafe { opencl3::event::release_event(raw) };
-            Err(super::error::from_cl("clSetEventCallback")(e))
-        }
-    }
-}
-
-/// The completion callback of an inheriting [`bridge`]: completes the user
-/// event in `data` with the source event's status, and releases it.
-extern "C" fn release_bridge(
-    _event: opencl3::types::cl_event,
-    status: opencl3::types::cl_int,
-    data: *mut std::ffi::c_void,
-) {
-    let status = if status < 0 { status } else { CL_COMPLETE };
-    release_with(data, status);
-}
-
-/// The completion callback of a settled [`bridge`]: completes the user
-/// event in `data`, whatever the source's status, and releases it.
-extern "C" fn release_settled(
-    _event: opencl3::types::cl_event,
-    _status: opencl3::types::cl_int,
-    data: *mut std::ffi::c_void,
-) {
-    release_with(data, CL_COMPLETE);
-}
-
-/// Sets the user event in `data` to `status` and releases the reference
-/// that [`bridge`] retained for its callback, which is called once.
-fn release_with(data: *mut std::ffi::c_void, status: opencl3::types::cl_int) {
-    let user: opencl3::types::cl_event = data.cast();
-    let _ = opencl3::event::set_user_event_status(user, status);
-    // SAFETY: the reference `bridge` retained for this callback, called once.
-    let _ = unsafe { opencl3::event::release_event(user) };
 }

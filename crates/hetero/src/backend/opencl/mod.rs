@@ -11,6 +11,7 @@
 //! stream-wait is a barrier with a wait list, pinned memory is a mapped
 //! `CL_MEM_ALLOC_HOST_PTR` buffer.
 
+mod bridge;
 mod device;
 mod error;
 mod event;

@@ -48,7 +48,7 @@
 //! it and everything before it have completed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
@@ -56,6 +56,7 @@ use opencl3::context::Context;
 use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::types::{cl_device_id, cl_event, cl_uint};
 
+use super::bridge::Waiter;
 use super::error::{from_cl, from_code};
 use crate::error::Result;
 
@@ -79,16 +80,21 @@ pub(super) struct Queues {
     /// queue, so another thread's enqueue on it waits until the read or
     /// write has run (`enqueue_is_not_held_by_a_blocking_copy`).
     wait_instead_of_blocking: bool,
+    /// Whether bridges from the queues' events are completed by a
+    /// [`Waiter`] per queue ([`super::bridge::BRIDGE_ENV`]).
+    bridges_by_thread: bool,
 }
 
 impl Queues {
-    /// The queues of a device; see [`Queues::wait_instead_of_blocking`].
-    pub(super) fn new(wait_instead_of_blocking: bool) -> Arc<Self> {
+    /// The queues of a device; see [`Queues::wait_instead_of_blocking`]
+    /// and [`Queues::bridges_by_thread`].
+    pub(super) fn new(wait_instead_of_blocking: bool, bridges_by_thread: bool) -> Arc<Self> {
         Arc::new(Self {
             epoch: Instant::now(),
             streams: Mutex::new(Vec::new()),
             next_sweep: AtomicU64::new(0),
             wait_instead_of_blocking,
+            bridges_by_thread,
         })
     }
 
@@ -160,6 +166,10 @@ pub(super) struct ClStream {
     oldest: AtomicU64,
     /// The device's queues, this one among them.
     queues: Arc<Queues>,
+    /// Completes the bridges from this queue's events, started at the
+    /// first ([`super::bridge::make`]); `None` inside where bridges go by
+    /// callback.
+    waiter: OnceLock<Option<Waiter>>,
 }
 
 /// A command to enqueue, given its wait list (count and pointer, valid for
@@ -186,9 +196,16 @@ impl ClStream {
             last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
             oldest: AtomicU64::new(0),
             queues: Arc::clone(queues),
+            waiter: OnceLock::new(),
         });
         queues.streams.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&stream));
         stream
+    }
+
+    /// The thread completing bridges from this queue's events, started
+    /// now if this is the first; `None` where bridges go by callback.
+    pub(super) fn waiter(&self) -> Option<&Waiter> {
+        self.waiter.get_or_init(|| if self.queues.bridges_by_thread { Waiter::start() } else { None }).as_ref()
     }
 
     fn lock(&self) -> MutexGuard<'_, Last> {
@@ -488,7 +505,7 @@ mod tests {
     #[test]
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
         let Some(device) = device() else { return };
-        let queues = Queues::new(false);
+        let queues = Queues::new(false, false);
         let make = || ClStream::new(&device.context, device.device.id(), false, &queues).expect("an OpenCL queue");
         let (copy, compute) = (make(), make());
 

@@ -1,0 +1,183 @@
+//! Waits across OpenCL contexts. A wait list takes events of one context
+//! only, so a queue waits for another context's event through a bridge: a
+//! user event of its own context that completes with the source event
+//! ([`make`]), by the [`Waiter`] thread of the source's queue or by a
+//! completion callback ([`BRIDGE_ENV`] chooses).
+
+use std::sync::Arc;
+
+use opencl3::event::{CL_COMPLETE, Event};
+
+use crate::error::Result;
+
+/// What a [`make`] does when its source event fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bridged {
+    /// Fails with the source's status, so the waiting queue's command fails.
+    Inherit,
+    /// Completes: the wait only ends ([`crate::Device::stream_wait_peer_settled`]).
+    Settled,
+}
+
+/// Chooses how a [`make`] learns that its source completed: `thread` (a
+/// thread per source queue waits for its bridged events in order,
+/// [`Waiter`]), `callback` (`clSetEventCallback`, no thread) or `auto`
+/// (the default: threads on NVIDIA's OpenCL, callbacks elsewhere).
+/// NVIDIA's driver delivers callbacks late: on one H200 with two contexts,
+/// a staged copy took, bridged by callbacks and by threads, 99 and 58 µs
+/// for 4 KiB, 9–11 ms and 0.34 ms for 4 KiB both ways at once, 32 and 1.9
+/// ms for 64 MiB. PoCL's come at once, and there a thread costs a switch
+/// (4 KiB: 60 µs by callback, 99 µs by thread, on two CPU cores). See
+/// `docs/results/multi-device-h200x2`.
+pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
+
+/// Whether bridges of devices of `platform` go by [`Waiter`] threads, as
+/// [`BRIDGE_ENV`] says; an error for a value hetero does not know.
+pub(super) fn bridges_by_thread(platform: &str) -> Result<bool> {
+    match std::env::var(BRIDGE_ENV).as_deref() {
+        Err(_) | Ok("" | "auto") => Ok(platform.to_ascii_uppercase().contains("NVIDIA")),
+        Ok("thread") => Ok(true),
+        Ok("callback") => Ok(false),
+        Ok(other) => Err(super::error::error(
+            "discover",
+            crate::ErrorKind::Config,
+            format!(
+                "{BRIDGE_ENV}={other:?}: give `auto` (the default: threads on NVIDIA, callbacks elsewhere), `thread` or `callback`"
+            ),
+        )),
+    }
+}
+
+/// A user event of `context` that completes when `event` does, failing
+/// with its status when it fails and `kind` is [`Bridged::Inherit`]: a
+/// wait across contexts, which OpenCL's wait lists do not allow. `event`'s
+/// queue must be flushed for it to complete; `waiter` is that queue's
+/// ([`super::stream::ClStream::waiter`]), which completes the bridge where
+/// there is one, else a completion callback does.
+pub(super) fn make(
+    event: &Arc<Event>,
+    waiter: Option<&Waiter>,
+    context: &opencl3::context::Context,
+    kind: Bridged,
+) -> Result<Arc<Event>> {
+    let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
+    let user = Event::new(raw);
+    // SAFETY: raw is a live event; the waiter or the callback owns this
+    // second reference and releases it.
+    unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
+    let pending = Pending { source: Arc::clone(event), user: UserRef(raw), kind };
+    let pending = match waiter {
+        Some(waiter) => match waiter.send(pending) {
+            Ok(()) => return Ok(Arc::new(user)),
+            // The thread is gone: a callback completes this one.
+            Err(pending) => pending,
+        },
+        None => pending,
+    };
+    let callback = match kind {
+        Bridged::Inherit => release_bridge,
+        Bridged::Settled => release_settled,
+    };
+    match pending.source.set_callback(CL_COMPLETE, callback, raw.cast()) {
+        Ok(()) => Ok(Arc::new(user)),
+        Err(e) => {
+            // SAFETY: the reference the callback would have released.
+            let _ = unsafe { opencl3::event::release_event(raw) };
+            Err(super::error::from_cl("clSetEventCallback")(e))
+        }
+    }
+}
+
+/// The retained reference to a bridge's user event that completing it
+/// releases.
+struct UserRef(opencl3::types::cl_event);
+
+// SAFETY: OpenCL objects may be used from any thread (OpenCL 1.1 on); the
+// reference is used once, by whoever completes the bridge.
+unsafe impl Send for UserRef {}
+
+/// A bridge waiting for its source.
+struct Pending {
+    source: Arc<Event>,
+    user: UserRef,
+    kind: Bridged,
+}
+
+impl Pending {
+    /// Waits until the source has completed or failed, then completes the
+    /// user event as `kind` says and releases it.
+    fn complete(self) {
+        let status = loop {
+            let waited = self.source.wait();
+            match self.source.command_execution_status() {
+                Ok(s) if s.0 < 0 => break s.0,
+                Ok(s) if s.0 == CL_COMPLETE => break CL_COMPLETE,
+                // Not yet complete although waited for (a driver whose
+                // status lags): wait again, without spinning on an error.
+                Ok(_) if waited.is_ok() => continue,
+                Ok(_) => std::thread::sleep(std::time::Duration::from_micros(100)),
+                Err(e) => break e.0.min(-1),
+            }
+        };
+        let status = if self.kind == Bridged::Inherit { status } else { CL_COMPLETE };
+        release_with(self.user.0.cast(), status);
+    }
+}
+
+/// A thread completing the bridges from one in-order queue's events, in
+/// the order they were made. The queue runs its commands in order, so an
+/// event waited for here is never behind one of a later command: no bridge
+/// waits on another source's progress. The thread ends once its queue is
+/// gone and the bridges sent before have completed.
+pub(super) struct Waiter {
+    sender: std::sync::mpsc::Sender<Pending>,
+}
+
+impl Waiter {
+    /// A waiter and its thread; `None` if the thread could not be started
+    /// (bridges then complete by callback).
+    pub(super) fn start() -> Option<Self> {
+        let (sender, receiver) = std::sync::mpsc::channel::<Pending>();
+        std::thread::Builder::new()
+            .name("hetero-cl-bridge".into())
+            .stack_size(64 * 1024)
+            .spawn(move || receiver.into_iter().for_each(Pending::complete))
+            .ok()?;
+        Some(Self { sender })
+    }
+
+    /// Hands `pending` to the thread; gives it back if the thread is gone.
+    fn send(&self, pending: Pending) -> std::result::Result<(), Pending> {
+        self.sender.send(pending).map_err(|e| e.0)
+    }
+}
+
+/// The completion callback of an inheriting [`make`]: completes the user
+/// event in `data` with the source event's status, and releases it.
+extern "C" fn release_bridge(
+    _event: opencl3::types::cl_event,
+    status: opencl3::types::cl_int,
+    data: *mut std::ffi::c_void,
+) {
+    let status = if status < 0 { status } else { CL_COMPLETE };
+    release_with(data, status);
+}
+
+/// The completion callback of a settled [`make`]: completes the user
+/// event in `data`, whatever the source's status, and releases it.
+extern "C" fn release_settled(
+    _event: opencl3::types::cl_event,
+    _status: opencl3::types::cl_int,
+    data: *mut std::ffi::c_void,
+) {
+    release_with(data, CL_COMPLETE);
+}
+
+/// Sets the user event in `data` to `status` and releases the reference
+/// that [`make`] retained for its callback, which is called once.
+fn release_with(data: *mut std::ffi::c_void, status: opencl3::types::cl_int) {
+    let user: opencl3::types::cl_event = data.cast();
+    let _ = opencl3::event::set_user_event_status(user, status);
+    // SAFETY: the reference `bridge` retained for this callback, called once.
+    let _ = unsafe { opencl3::event::release_event(user) };
+}

@@ -1,0 +1,75 @@
+//! `HETERO_OPENCL_BRIDGE` chooses how a wait across OpenCL contexts (a
+//! staged peer copy's halves, a wait on another context's event) learns
+//! that its source completed: a thread per source queue (`thread`), a
+//! completion callback (`callback`), or `auto` (the default: threads on
+//! NVIDIA's platform, callbacks elsewhere). A value that is not understood
+//! makes opening the devices fail with a message naming it. One test per
+//! process: it sets the variables before any device is opened. With one
+//! OpenCL device it checks the refusal only (CI also runs it with
+//! `POCL_DEVICES="pthread pthread"`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly
+
+use hetero::{Backend, Context, ErrorKind, PeerRoute};
+
+const ENV: &str = "HETERO_OPENCL_BRIDGE";
+
+/// Copies back and forth between the first two OpenCL devices, in a
+/// context each, with a wait on the other device's event between, on
+/// several streams at once; `false` with fewer than two devices.
+fn copies_across_contexts() -> bool {
+    let mut contexts = hetero::backend_devices(Backend::OpenCl).unwrap().into_iter().map(Context::new);
+    let (Some(a), Some(b)) = (contexts.next(), contexts.next()) else { return false };
+    assert_eq!(a.peer_route(&b).unwrap(), PeerRoute::Staged, "a context each stages peer copies");
+    let data: Vec<u32> = (0..300_000u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let lanes: Vec<_> = (0..3)
+        .map(|_| {
+            let (on_a, on_b) = (a.stream().unwrap(), b.stream().unwrap());
+            let x = on_a.upload(&data).unwrap();
+            let mut y = on_b.alloc::<u32>(data.len()).unwrap();
+            on_b.copy_peer(&x, &mut y).unwrap();
+            let done = b.event().unwrap();
+            on_b.record(&done).unwrap();
+            on_a.wait(&done).unwrap();
+            let mut back = on_a.alloc::<u32>(data.len()).unwrap();
+            on_a.copy_peer(&y, &mut back).unwrap();
+            (on_a, back)
+        })
+        .collect();
+    for (on_a, back) in &lanes {
+        assert_eq!(on_a.download(back).unwrap(), data);
+    }
+    true
+}
+
+#[test]
+fn bridges_follow_the_environment() {
+    if !hetero::is_compiled(Backend::OpenCl) {
+        println!("skipped: the opencl feature is not compiled in");
+        return;
+    }
+    // SAFETY: this test binary has one test, and no other thread reads the
+    // environment while it is set.
+    unsafe {
+        std::env::set_var("HETERO_OPENCL_CONTEXT", "device");
+        std::env::set_var(ENV, "poll");
+    }
+    match hetero::backend_devices(Backend::OpenCl) {
+        Err(e) if e.kind == ErrorKind::Unavailable && !e.message.contains(ENV) => {
+            println!("skipped: no OpenCL device: {e}");
+            return;
+        }
+        Err(e) => {
+            assert_eq!(e.kind, ErrorKind::Config, "{e}");
+            assert!(e.message.contains(ENV) && e.message.contains("\"poll\"") && e.message.contains("`thread`"), "{e}");
+        }
+        Ok(devices) => panic!("{} devices opened with a value that is not understood", devices.len()),
+    }
+    for value in ["thread", "callback", "auto"] {
+        // SAFETY: as above.
+        unsafe { std::env::set_var(ENV, value) };
+        if !copies_across_contexts() {
+            println!("skipped with {ENV}={value}: fewer than two OpenCL devices");
+        }
+    }
+}
