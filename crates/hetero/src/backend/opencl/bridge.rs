@@ -53,13 +53,19 @@ pub(super) fn bridges_by_thread(platform: &str) -> Result<bool> {
 /// wait across contexts, which OpenCL's wait lists do not allow. `event`'s
 /// queue must be flushed for it to complete; `waiter` is that queue's
 /// ([`super::stream::ClStream::waiter`]), which completes the bridge where
-/// there is one, else a completion callback does.
+/// there is one, else a completion callback does. `None` where `event`
+/// has completed already: there is nothing to wait for (an idle stream's
+/// last command, typically), and a bridge would cost a hop through the
+/// host.
 pub(super) fn make(
     event: &Arc<Event>,
     waiter: Option<&Waiter>,
     context: &opencl3::context::Context,
     kind: Bridged,
-) -> Result<Arc<Event>> {
+) -> Result<Option<Arc<Event>>> {
+    if matches!(event.command_execution_status(), Ok(s) if s.0 == CL_COMPLETE) {
+        return Ok(None);
+    }
     let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
     let user = Event::new(raw);
     // SAFETY: raw is a live event; the waiter or the callback owns this
@@ -68,7 +74,7 @@ pub(super) fn make(
     let pending = Pending { source: Arc::clone(event), user: UserRef(raw), kind };
     let pending = match waiter {
         Some(waiter) => match waiter.send(pending) {
-            Ok(()) => return Ok(Arc::new(user)),
+            Ok(()) => return Ok(Some(Arc::new(user))),
             // The thread is gone: a callback completes this one.
             Err(pending) => pending,
         },
@@ -79,7 +85,7 @@ pub(super) fn make(
         Bridged::Settled => release_settled,
     };
     match pending.source.set_callback(CL_COMPLETE, callback, raw.cast()) {
-        Ok(()) => Ok(Arc::new(user)),
+        Ok(()) => Ok(Some(Arc::new(user))),
         Err(e) => {
             // SAFETY: the reference the callback would have released.
             let _ = unsafe { opencl3::event::release_event(raw) };

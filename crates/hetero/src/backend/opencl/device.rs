@@ -262,7 +262,9 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                theirs.defer_wait(bridge::make(&here, queue.waiter(), &from.context, Bridged::Inherit)?);
+                if let Some(bridge) = bridge::make(&here, queue.waiter(), &from.context, Bridged::Inherit)? {
+                    theirs.defer_wait(bridge);
+                }
             }
             let pieces = memory::pieces(src.len);
             let mut reads = Vec::with_capacity(pieces.len());
@@ -272,12 +274,16 @@ impl OpenClDevice {
                 reads.push(done);
             }
             for (&piece, done) in pieces.iter().zip(&reads) {
-                writer.defer_wait(bridge::make(done, reader.waiter(), &to.context, Bridged::Inherit)?);
+                if let Some(bridge) = bridge::make(done, reader.waiter(), &to.context, Bridged::Inherit)? {
+                    writer.defer_wait(bridge);
+                }
                 last = Some(write(piece)?);
             }
             if !pull {
-                if let Some(written) = &last {
-                    queue.defer_wait(bridge::make(written, writer.waiter(), &self.context, Bridged::Inherit)?);
+                if let Some(written) = &last
+                    && let Some(bridge) = bridge::make(written, writer.waiter(), &self.context, Bridged::Inherit)?
+                {
+                    queue.defer_wait(bridge);
                 }
                 queue.recording(false)?;
                 queue.flush()?;
@@ -320,12 +326,10 @@ impl OpenClDevice {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
             } else {
-                queue.defer_wait(bridge::make(
-                    &recorded,
-                    source.as_deref().and_then(ClStream::waiter),
-                    &self.context,
-                    kind,
-                )?);
+                let waiter = source.as_deref().and_then(ClStream::waiter);
+                if let Some(bridge) = bridge::make(&recorded, waiter, &self.context, kind)? {
+                    queue.defer_wait(bridge);
+                }
             }
         }
         Ok(())
