@@ -24,10 +24,9 @@ pub(super) enum Bridged {
 /// [`Waiter`]), `callback` (`clSetEventCallback`, no thread) or `auto`
 /// (the default: threads on NVIDIA's OpenCL, callbacks elsewhere).
 /// NVIDIA's driver delivers callbacks late: on one H200 with two contexts
-/// a staged 64 MiB copy took 37–40 ms bridged by callbacks and 2.1–2.2 ms
-/// by threads, 4 KiB both ways at once 11–20 ms and 0.36–2.4 ms. PoCL's
-/// come at once, and there a thread costs a switch (4 KiB: 52–60 µs by
-/// callback, 95–99 µs by thread, on two CPU cores). See
+/// a staged 64 MiB copy took 20–26 ms bridged by callbacks and 1.9 ms by
+/// threads. PoCL's come at once, and there a thread costs a switch (4 KiB:
+/// 52–73 µs by callback, 65–99 µs by thread, on two CPU cores). See
 /// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
 
