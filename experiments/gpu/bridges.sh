@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How OpenCL's waits across contexts are bridged (HETERO_OPENCL_BRIDGE):
-# a thread per source queue waiting for the bridged events, against
+# a thread waiting for each bridged event, against
 # completion callbacks. On one GPU the bench pairs the device with a second
 # context of itself, so a peer copy is staged by hetero through pinned host
 # memory with three bridges (its read, its write and the near stream's

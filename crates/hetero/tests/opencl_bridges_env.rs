@@ -1,6 +1,6 @@
 //! `HETERO_OPENCL_BRIDGE` chooses how a wait across OpenCL contexts (a
 //! staged peer copy's halves, a wait on another context's event) learns
-//! that its source completed: a thread per source queue (`thread`), a
+//! that its source completed: a thread waiting for it (`thread`), a
 //! completion callback (`callback`), or `auto` (the default: threads on
 //! NVIDIA's platform, callbacks elsewhere). A value that is not understood
 //! makes opening the devices fail with a message naming it. One test per

@@ -133,6 +133,7 @@ macro_rules! backend_tests {
             #[case::routes(peer::routes_are_named)]
             #[case::opposite_copies(peer::opposite_peer_copies_do_not_deadlock)]
             #[case::gated_copy_holds_no_other(peer::a_gated_peer_copy_holds_no_other_stream)]
+            #[case::wait_ends_with_its_event(peer::a_wait_on_a_peer_event_ends_with_its_event)]
             #[case::failed_far_read(peer::a_failed_far_read_leaves_the_far_buffer_usable)]
             #[case::large_copies_in_flight(peer::large_peer_copies_in_flight_keep_their_own_bytes)]
             #[case::foreign_stream_refused(foreign::a_stream_of_one_device_is_refused_by_the_other)]

@@ -273,6 +273,35 @@ pub fn a_gated_peer_copy_holds_no_other_stream(a: &Context, b: &Context) {
     });
 }
 
+/// A wait on another device's event ends when that event completes, also
+/// where later work of the event's stream is held behind a closed gate and
+/// was bridged first. OpenCL's bridges by thread had one waiting thread per
+/// source queue, taking bridges in the order they were made: the wait
+/// below was made after the held copy's, so it waited for the gate too,
+/// and the host's synchronise before opening that gate never returned.
+pub fn a_wait_on_a_peer_event_ends_with_its_event(a: &Context, b: &Context) {
+    let (a, b) = (a.clone(), b.clone());
+    within(30, "a wait on an event recorded before a held copy", move || {
+        let (qa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+        let (first, second) = (a.user_event().unwrap(), a.user_event().unwrap());
+        let x_a = qa.upload(&[7u32; 4096]).unwrap();
+        let mut y_b = sb.alloc_zeros::<u32>(4096).unwrap();
+        sb.synchronize().unwrap();
+        qa.wait(&first).unwrap();
+        let recorded = a.event().unwrap();
+        qa.record(&recorded).unwrap();
+        qa.wait(&second).unwrap();
+        qa.copy_peer(&x_a, &mut y_b).unwrap();
+        let waiter = b.stream().unwrap();
+        waiter.wait(&recorded).unwrap();
+        first.complete().unwrap();
+        waiter.synchronize().unwrap();
+        assert!(!qa.query().unwrap(), "the second gate still holds the copy");
+        second.complete().unwrap();
+        assert!(sb.download(&y_b).unwrap().iter().all(|&v| v == 7), "the copy ran once the gate opened");
+    });
+}
+
 /// A far buffer that only a faulted stream read stays usable on its own
 /// device. The bridge's mark of the far read took on the near stream's
 /// fault: a later write of the far buffer on a healthy far stream waited

@@ -1,10 +1,12 @@
 //! Waits across OpenCL contexts. A wait list takes events of one context
 //! only, so a queue waits for another context's event through a bridge: a
 //! user event of its own context that completes with the source event
-//! ([`make`]), by the [`Waiter`] thread of the source's queue or by a
+//! ([`make`]), by a thread of the process's [`Waiters`] or by a
 //! completion callback ([`BRIDGE_ENV`] chooses).
 
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::Duration;
 
 use opencl3::event::{CL_COMPLETE, Event};
 
@@ -20,8 +22,8 @@ pub(super) enum Bridged {
 }
 
 /// Chooses how a [`make`] learns that its source completed: `thread` (a
-/// thread per source queue waits for its bridged events in order,
-/// [`Waiter`]), `callback` (`clSetEventCallback`, no thread) or `auto`
+/// thread waits for it, [`Waiters`]), `callback` (`clSetEventCallback`,
+/// no thread) or `auto`
 /// (the default: threads on NVIDIA's OpenCL, callbacks elsewhere).
 /// NVIDIA's driver delivers callbacks late: on one H200 with two contexts
 /// a staged 64 MiB copy took 20–26 ms bridged by callbacks and 1.9 ms by
@@ -30,7 +32,7 @@ pub(super) enum Bridged {
 /// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
 
-/// Whether bridges of devices of `platform` go by [`Waiter`] threads, as
+/// Whether bridges of devices of `platform` go by [`Waiters`], as
 /// [`BRIDGE_ENV`] says; an error for a value hetero does not know.
 pub(super) fn bridges_by_thread(platform: &str) -> Result<bool> {
     match std::env::var(BRIDGE_ENV).as_deref() {
@@ -50,15 +52,14 @@ pub(super) fn bridges_by_thread(platform: &str) -> Result<bool> {
 /// A user event of `context` that completes when `event` does, failing
 /// with its status when it fails and `kind` is [`Bridged::Inherit`]: a
 /// wait across contexts, which OpenCL's wait lists do not allow. `event`'s
-/// queue must be flushed for it to complete; `waiter` is that queue's
-/// ([`super::stream::ClStream::waiter`]), which completes the bridge where
-/// there is one, else a completion callback does. `None` where `event`
-/// has completed already: there is nothing to wait for (an idle stream's
-/// last command, typically), and a bridge would cost a hop through the
-/// host.
+/// queue must be flushed for it to complete. With `by_thread` one of the
+/// [`Waiters`] completes the bridge, else (or where no thread can be had)
+/// a completion callback does. `None` where `event` has completed
+/// already: there is nothing to wait for (an idle stream's last command,
+/// typically), and a bridge would cost a hop through the host.
 pub(super) fn make(
     event: &Arc<Event>,
-    waiter: Option<&Waiter>,
+    by_thread: bool,
     context: &opencl3::context::Context,
     kind: Bridged,
 ) -> Result<Option<Arc<Event>>> {
@@ -67,17 +68,18 @@ pub(super) fn make(
     }
     let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
     let user = Event::new(raw);
-    // SAFETY: raw is a live event; the waiter or the callback owns this
-    // second reference and releases it.
+    // SAFETY: raw is a live event; the waiting thread or the callback owns
+    // this second reference and releases it.
     unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
     let pending = Pending { source: Arc::clone(event), user: UserRef(raw), kind };
-    let pending = match waiter {
-        Some(waiter) => match waiter.send(pending) {
+    let pending = if by_thread {
+        match WAITERS.hand(pending) {
             Ok(()) => return Ok(Some(Arc::new(user))),
-            // The thread is gone: a callback completes this one.
+            // No thread could be started: a callback completes this one.
             Err(pending) => pending,
-        },
-        None => pending,
+        }
+    } else {
+        pending
     };
     let callback = match kind {
         Bridged::Inherit => release_bridge,
@@ -129,31 +131,75 @@ impl Pending {
     }
 }
 
-/// A thread completing the bridges from one in-order queue's events, in
-/// the order they were made. The queue runs its commands in order, so an
-/// event waited for here is never behind one of a later command: no bridge
-/// waits on another source's progress. The thread ends once its queue is
-/// gone and the bridges sent before have completed.
-pub(super) struct Waiter {
-    sender: std::sync::mpsc::Sender<Pending>,
+/// The threads that complete bridges, each waiting for one source at a
+/// time, so that no bridge waits behind another's source: a source held
+/// behind a closed gate holds only its own bridge, whatever the order the
+/// bridges were made in (`a_wait_on_a_peer_event_ends_with_its_event`).
+/// A bridge goes to an idle thread, or to a new one where none is idle; a
+/// thread idle for [`IDLE`] ends. One set for the process.
+struct Waiters {
+    /// The idle threads: an id and the sender of each.
+    idle: Mutex<Vec<(u64, Sender<Pending>)>>,
+    /// The next thread's id.
+    next: std::sync::atomic::AtomicU64,
 }
 
-impl Waiter {
-    /// A waiter and its thread; `None` if the thread could not be started
-    /// (bridges then complete by callback).
-    pub(super) fn start() -> Option<Self> {
-        let (sender, receiver) = std::sync::mpsc::channel::<Pending>();
-        std::thread::Builder::new()
-            .name("hetero-cl-bridge".into())
-            .stack_size(64 * 1024)
-            .spawn(move || receiver.into_iter().for_each(Pending::complete))
-            .ok()?;
-        Some(Self { sender })
+static WAITERS: LazyLock<Waiters> =
+    LazyLock::new(|| Waiters { idle: Mutex::new(Vec::new()), next: std::sync::atomic::AtomicU64::new(0) });
+
+/// How long a waiting thread stays idle before it ends.
+const IDLE: Duration = Duration::from_secs(1);
+
+impl Waiters {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Sender<Pending>)>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `pending` to the thread; gives it back if the thread is gone.
-    fn send(&self, pending: Pending) -> std::result::Result<(), Pending> {
-        self.sender.send(pending).map_err(|e| e.0)
+    /// Gives `pending` to an idle thread, or to a new one; gives it back
+    /// if no thread could be started.
+    fn hand(&'static self, mut pending: Pending) -> std::result::Result<(), Pending> {
+        loop {
+            let Some((_, sender)) = self.idle().pop() else { break };
+            match sender.send(pending) {
+                Ok(()) => return Ok(()),
+                // A thread that has ended (each holds its own sender, so
+                // none should): the next one.
+                Err(back) => pending = back.0,
+            }
+        }
+        let (sender, receiver) = std::sync::mpsc::channel::<Pending>();
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let own = sender.clone();
+        let started = std::thread::Builder::new()
+            .name("hetero-cl-bridge".into())
+            .stack_size(64 * 1024)
+            .spawn(move || self.serve(id, &own, &receiver));
+        if started.is_err() {
+            return Err(pending);
+        }
+        sender.send(pending).map_err(|back| back.0)
+    }
+
+    /// A thread's loop: completes each bridge it is given, then offers
+    /// itself as idle; ends once idle for [`IDLE`] and still listed (a
+    /// thread taken off the list meanwhile has a bridge on its way).
+    fn serve(&self, id: u64, own: &Sender<Pending>, receiver: &Receiver<Pending>) {
+        loop {
+            match receiver.recv_timeout(IDLE) {
+                Ok(pending) => {
+                    pending.complete();
+                    self.idle().push((id, own.clone()));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut idle = self.idle();
+                    if let Some(at) = idle.iter().position(|(k, _)| *k == id) {
+                        idle.swap_remove(at);
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
     }
 }
 

@@ -262,7 +262,7 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                if let Some(bridge) = bridge::make(&here, queue.waiter(), &from.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(&here, queue.bridges_by_thread(), &from.context, Bridged::Inherit)? {
                     theirs.defer_wait(bridge);
                 }
             }
@@ -274,14 +274,15 @@ impl OpenClDevice {
                 reads.push(done);
             }
             for (&piece, done) in pieces.iter().zip(&reads) {
-                if let Some(bridge) = bridge::make(done, reader.waiter(), &to.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(done, reader.bridges_by_thread(), &to.context, Bridged::Inherit)? {
                     writer.defer_wait(bridge);
                 }
                 last = Some(write(piece)?);
             }
             if !pull {
                 if let Some(written) = &last
-                    && let Some(bridge) = bridge::make(written, writer.waiter(), &self.context, Bridged::Inherit)?
+                    && let Some(bridge) =
+                        bridge::make(written, writer.bridges_by_thread(), &self.context, Bridged::Inherit)?
                 {
                     queue.defer_wait(bridge);
                 }
@@ -326,8 +327,8 @@ impl OpenClDevice {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
             } else {
-                let waiter = source.as_deref().and_then(ClStream::waiter);
-                if let Some(bridge) = bridge::make(&recorded, waiter, &self.context, kind)? {
+                let by_thread = source.as_deref().is_some_and(ClStream::bridges_by_thread);
+                if let Some(bridge) = bridge::make(&recorded, by_thread, &self.context, kind)? {
                     queue.defer_wait(bridge);
                 }
             }

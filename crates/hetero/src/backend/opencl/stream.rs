@@ -48,7 +48,7 @@
 //! it and everything before it have completed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue, enqueue_marker_with_wait_list};
@@ -56,7 +56,6 @@ use opencl3::context::Context;
 use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::types::{cl_device_id, cl_event, cl_uint};
 
-use super::bridge::Waiter;
 use super::error::{from_cl, from_code};
 use crate::error::Result;
 
@@ -80,8 +79,8 @@ pub(super) struct Queues {
     /// queue, so another thread's enqueue on it waits until the read or
     /// write has run (`enqueue_is_not_held_by_a_blocking_copy`).
     wait_instead_of_blocking: bool,
-    /// Whether bridges from the queues' events are completed by a
-    /// [`Waiter`] per queue ([`super::bridge::BRIDGE_ENV`]).
+    /// Whether bridges from the queues' events are completed by waiting
+    /// threads ([`super::bridge::BRIDGE_ENV`]).
     bridges_by_thread: bool,
 }
 
@@ -166,10 +165,6 @@ pub(super) struct ClStream {
     oldest: AtomicU64,
     /// The device's queues, this one among them.
     queues: Arc<Queues>,
-    /// Completes the bridges from this queue's events, started at the
-    /// first ([`super::bridge::make`]); `None` inside where bridges go by
-    /// callback.
-    waiter: OnceLock<Option<Waiter>>,
 }
 
 /// A command to enqueue, given its wait list (count and pointer, valid for
@@ -196,16 +191,15 @@ impl ClStream {
             last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
             oldest: AtomicU64::new(0),
             queues: Arc::clone(queues),
-            waiter: OnceLock::new(),
         });
         queues.streams.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&stream));
         stream
     }
 
-    /// The thread completing bridges from this queue's events, started
-    /// now if this is the first; `None` where bridges go by callback.
-    pub(super) fn waiter(&self) -> Option<&Waiter> {
-        self.waiter.get_or_init(|| if self.queues.bridges_by_thread { Waiter::start() } else { None }).as_ref()
+    /// Whether bridges from this queue's events are completed by waiting
+    /// threads ([`super::bridge::make`]) rather than callbacks.
+    pub(super) fn bridges_by_thread(&self) -> bool {
+        self.queues.bridges_by_thread
     }
 
     fn lock(&self) -> MutexGuard<'_, Last> {
