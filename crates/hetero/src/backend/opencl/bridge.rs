@@ -4,6 +4,7 @@
 //! ([`make`]), by a thread of the process's [`Waiters`] or by a
 //! completion callback ([`BRIDGE_ENV`] chooses).
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
@@ -135,20 +136,27 @@ impl Pending {
 /// time, so that no bridge waits behind another's source: a source held
 /// behind a closed gate holds only its own bridge, whatever the order the
 /// bridges were made in (`a_wait_on_a_peer_event_ends_with_its_event`).
-/// A bridge goes to an idle thread, or to a new one where none is idle; a
-/// thread idle for [`IDLE`] ends. One set for the process.
+/// A bridge goes to an idle thread, or to a new one where none is idle
+/// and fewer than [`MAX_WAITERS`] live; past that, to a callback (later on
+/// NVIDIA, as correct). A thread idle for [`IDLE`] ends. One set for the
+/// process.
 struct Waiters {
     /// The idle threads: an id and the sender of each.
     idle: Mutex<Vec<(u64, Sender<Pending>)>>,
     /// The next thread's id.
-    next: std::sync::atomic::AtomicU64,
+    next: AtomicU64,
+    /// Threads started and not ended.
+    live: AtomicUsize,
 }
 
 static WAITERS: LazyLock<Waiters> =
-    LazyLock::new(|| Waiters { idle: Mutex::new(Vec::new()), next: std::sync::atomic::AtomicU64::new(0) });
+    LazyLock::new(|| Waiters { idle: Mutex::new(Vec::new()), next: AtomicU64::new(0), live: AtomicUsize::new(0) });
 
 /// How long a waiting thread stays idle before it ends.
 const IDLE: Duration = Duration::from_secs(1);
+/// Most waiting threads at once: bridges pending beyond them (thousands of
+/// copies enqueued ahead, say) go by callback rather than by a thread each.
+const MAX_WAITERS: usize = 64;
 
 impl Waiters {
     fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Sender<Pending>)>> {
@@ -156,7 +164,7 @@ impl Waiters {
     }
 
     /// Gives `pending` to an idle thread, or to a new one; gives it back
-    /// if no thread could be started.
+    /// where [`MAX_WAITERS`] are busy or no thread could be started.
     fn hand(&'static self, mut pending: Pending) -> std::result::Result<(), Pending> {
         loop {
             let Some((_, sender)) = self.idle().pop() else { break };
@@ -167,14 +175,19 @@ impl Waiters {
                 Err(back) => pending = back.0,
             }
         }
+        if self.live.fetch_add(1, Ordering::Relaxed) >= MAX_WAITERS {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            return Err(pending);
+        }
         let (sender, receiver) = std::sync::mpsc::channel::<Pending>();
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
         let own = sender.clone();
         let started = std::thread::Builder::new()
             .name("hetero-cl-bridge".into())
             .stack_size(64 * 1024)
             .spawn(move || self.serve(id, &own, &receiver));
         if started.is_err() {
+            self.live.fetch_sub(1, Ordering::Relaxed);
             return Err(pending);
         }
         sender.send(pending).map_err(|back| back.0)
@@ -194,10 +207,14 @@ impl Waiters {
                     let mut idle = self.idle();
                     if let Some(at) = idle.iter().position(|(k, _)| *k == id) {
                         idle.swap_remove(at);
+                        self.live.fetch_sub(1, Ordering::Relaxed);
                         return;
                     }
                 }
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.live.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
             }
         }
     }
