@@ -27,7 +27,7 @@ pub(super) enum Bridged {
 /// no thread) or `auto`
 /// (the default: threads on NVIDIA's OpenCL, callbacks elsewhere).
 /// NVIDIA's driver delivers callbacks late: on one H200 with two contexts
-/// a staged 64 MiB copy took 28–31 ms bridged by callbacks and 1.9 ms by
+/// a staged 64 MiB copy took 20–27 ms bridged by callbacks and 1.9 ms by
 /// threads. PoCL's come at once, and there a thread costs a switch (a
 /// 4 KiB copy: 7–13 µs by callback, 41–94 µs by thread, on two CPU cores).
 /// See `docs/results/multi-device-h200x2`.
