@@ -22,30 +22,29 @@ pub(super) enum Bridged {
     Settled,
 }
 
-/// Chooses how a [`make`] learns that its source completed: `thread` (a
-/// thread waits for it, [`Waiters`]), `callback` (`clSetEventCallback`,
-/// no thread) or `auto`
-/// (the default: threads on NVIDIA's OpenCL, callbacks elsewhere).
-/// NVIDIA's driver delivers callbacks late: on one H200 with two contexts
-/// a staged 64 MiB copy took 20–27 ms bridged by callbacks and 1.9 ms by
-/// threads. PoCL's come at once, and there a thread costs a switch (a
-/// 4 KiB copy: 7–13 µs by callback, 41–94 µs by thread, on two CPU cores).
-/// See `docs/results/multi-device-h200x2`.
+/// Chooses how a [`make`] learns that its source completed: `thread`, the
+/// default (a thread waits for it, [`Waiters`]; `auto` is the same), or
+/// `callback` (`clSetEventCallback`: no thread, the user event completed
+/// from inside the driver's callback). NVIDIA's driver delivers callbacks
+/// late: on one H200 with two contexts a staged 64 MiB copy took 20–27 ms
+/// bridged by callbacks and 1.9 ms by threads. PoCL's come at once (a
+/// 4 KiB copy: 7–13 µs by callback, 41–94 µs by thread, on two CPU cores),
+/// but a wait bridged by callback there once never ended in CI
+/// (`a_wait_on_a_peer_event_ends_with_its_event`, cause not found), so
+/// threads are the default everywhere. See
+/// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
 
-/// Whether bridges of devices of `platform` go by [`Waiters`], as
-/// [`BRIDGE_ENV`] says; an error for a value hetero does not know.
-pub(super) fn bridges_by_thread(platform: &str) -> Result<bool> {
+/// Whether bridges go by [`Waiters`], as [`BRIDGE_ENV`] says; an error for
+/// a value hetero does not know.
+pub(super) fn bridges_by_thread() -> Result<bool> {
     match std::env::var(BRIDGE_ENV).as_deref() {
-        Err(_) | Ok("" | "auto") => Ok(platform.to_ascii_uppercase().contains("NVIDIA")),
-        Ok("thread") => Ok(true),
+        Err(_) | Ok("" | "auto" | "thread") => Ok(true),
         Ok("callback") => Ok(false),
         Ok(other) => Err(super::error::error(
             "discover",
             crate::ErrorKind::Config,
-            format!(
-                "{BRIDGE_ENV}={other:?}: give `auto` (the default: threads on NVIDIA, callbacks elsewhere), `thread` or `callback`"
-            ),
+            format!("{BRIDGE_ENV}={other:?}: give `thread` (the default) or `callback`"),
         )),
     }
 }

@@ -166,7 +166,7 @@ impl OpenClDevice {
         Ok(Self {
             staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
-            queues: Queues::new(info.platform.starts_with("rusticl"), bridge::bridges_by_thread(&info.platform)?),
+            queues: Queues::new(info.platform.starts_with("rusticl"), bridge::bridges_by_thread()?),
             max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
