@@ -31,8 +31,8 @@ pub(super) enum Bridged {
 /// 4 KiB copy: 7–13 µs by callback, 41–94 µs by thread, on two CPU cores),
 /// but a wait bridged by callback there once never ended in CI
 /// (`a_wait_on_a_peer_event_ends_with_its_event`, cause not found), and
-/// PoCL's callbacks have reported defects (pocl/pocl#1430: none when the
-/// source fails; pocl/pocl#2215: a callback run inline while the event
+/// PoCL's callbacks have reported defects (pocl/pocl#1430: none when a
+/// user event fails; pocl/pocl#2215: a callback run inline while the event
 /// may be freed), so threads are the default everywhere. See
 /// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
