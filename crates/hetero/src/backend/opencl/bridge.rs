@@ -243,10 +243,10 @@ extern "C" fn release_settled(
 }
 
 /// Sets the user event in `data` to `status` and releases the reference
-/// that [`make`] retained for its callback, which is called once.
+/// that [`make`] retained for whoever completes it, once.
 fn release_with(data: *mut std::ffi::c_void, status: opencl3::types::cl_int) {
     let user: opencl3::types::cl_event = data.cast();
     let _ = opencl3::event::set_user_event_status(user, status);
-    // SAFETY: the reference `bridge` retained for this callback, called once.
+    // SAFETY: the reference `make` retained for this completion, made once.
     let _ = unsafe { opencl3::event::release_event(user) };
 }

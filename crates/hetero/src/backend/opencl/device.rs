@@ -72,6 +72,9 @@ pub struct OpenClDevice {
     /// Pinned buffers for the staged peer copies made on this device's
     /// streams ([`StagingPool`]).
     staging: StagingPool,
+    /// Whether this device's waits across contexts are completed by
+    /// waiting threads rather than callbacks ([`bridge::BRIDGE_ENV`]).
+    bridges_by_thread: bool,
 }
 
 /// Peer queues a device keeps (one per near stream) before it lets idle ones go.
@@ -166,7 +169,8 @@ impl OpenClDevice {
         Ok(Self {
             staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
-            queues: Queues::new(info.platform.starts_with("rusticl"), bridge::bridges_by_thread()?),
+            queues: Queues::new(info.platform.starts_with("rusticl")),
+            bridges_by_thread: bridge::bridges_by_thread()?,
             max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -262,7 +266,7 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                if let Some(bridge) = bridge::make(&here, queue.bridges_by_thread(), &from.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(&here, self.bridges_by_thread, &from.context, Bridged::Inherit)? {
                     theirs.defer_wait(bridge);
                 }
             }
@@ -274,7 +278,7 @@ impl OpenClDevice {
                 reads.push(done);
             }
             for (&piece, done) in pieces.iter().zip(&reads) {
-                if let Some(bridge) = bridge::make(done, reader.bridges_by_thread(), &to.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(done, self.bridges_by_thread, &to.context, Bridged::Inherit)? {
                     writer.defer_wait(bridge);
                 }
                 last = Some(write(piece)?);
@@ -282,7 +286,7 @@ impl OpenClDevice {
             if !pull {
                 if let Some(written) = &last
                     && let Some(bridge) =
-                        bridge::make(written, writer.bridges_by_thread(), &self.context, Bridged::Inherit)?
+                        bridge::make(written, self.bridges_by_thread, &self.context, Bridged::Inherit)?
                 {
                     queue.defer_wait(bridge);
                 }
@@ -322,13 +326,12 @@ impl OpenClDevice {
         }
         // `current` flushed the event's queue, so the callback (or, in one
         // context, the event itself) will come.
-        if let Some((recorded, source)) = slot.recording()? {
+        if let Some(recorded) = slot.current()? {
             if self.shares_context(peer) && kind == Bridged::Inherit {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
             } else {
-                let by_thread = source.as_deref().is_some_and(ClStream::bridges_by_thread);
-                if let Some(bridge) = bridge::make(&recorded, by_thread, &self.context, kind)? {
+                if let Some(bridge) = bridge::make(&recorded, self.bridges_by_thread, &self.context, kind)? {
                     queue.defer_wait(bridge);
                 }
             }

@@ -79,21 +79,16 @@ pub(super) struct Queues {
     /// queue, so another thread's enqueue on it waits until the read or
     /// write has run (`enqueue_is_not_held_by_a_blocking_copy`).
     wait_instead_of_blocking: bool,
-    /// Whether bridges from the queues' events are completed by waiting
-    /// threads ([`super::bridge::BRIDGE_ENV`]).
-    bridges_by_thread: bool,
 }
 
 impl Queues {
-    /// The queues of a device; see [`Queues::wait_instead_of_blocking`]
-    /// and [`Queues::bridges_by_thread`].
-    pub(super) fn new(wait_instead_of_blocking: bool, bridges_by_thread: bool) -> Arc<Self> {
+    /// The queues of a device; see [`Queues::wait_instead_of_blocking`].
+    pub(super) fn new(wait_instead_of_blocking: bool) -> Arc<Self> {
         Arc::new(Self {
             epoch: Instant::now(),
             streams: Mutex::new(Vec::new()),
             next_sweep: AtomicU64::new(0),
             wait_instead_of_blocking,
-            bridges_by_thread,
         })
     }
 
@@ -194,12 +189,6 @@ impl ClStream {
         });
         queues.streams.lock().unwrap_or_else(PoisonError::into_inner).push(Arc::downgrade(&stream));
         stream
-    }
-
-    /// Whether bridges from this queue's events are completed by waiting
-    /// threads ([`super::bridge::make`]) rather than callbacks.
-    pub(super) fn bridges_by_thread(&self) -> bool {
-        self.queues.bridges_by_thread
     }
 
     fn lock(&self) -> MutexGuard<'_, Last> {
@@ -499,7 +488,7 @@ mod tests {
     #[test]
     fn a_quiet_queue_is_flushed_by_other_queues_and_host_waits() {
         let Some(device) = device() else { return };
-        let queues = Queues::new(false, false);
+        let queues = Queues::new(false);
         let make = || ClStream::new(&device.context, device.device.id(), false, &queues).expect("an OpenCL queue");
         let (copy, compute) = (make(), make());
 
