@@ -64,6 +64,7 @@ mod cache;
 mod completion;
 mod context;
 mod event;
+mod far;
 mod foreign;
 mod graph;
 mod marks;

@@ -137,6 +137,7 @@ macro_rules! backend_tests {
             #[case::failed_far_read(peer::a_failed_far_read_leaves_the_far_buffer_usable)]
             #[case::large_copies_in_flight(peer::large_peer_copies_in_flight_keep_their_own_bytes)]
             #[case::foreign_stream_refused(foreign::a_stream_of_one_device_is_refused_by_the_other)]
+            #[case::dropped_far_buffer(peer::a_far_buffer_dropped_under_a_held_copy_is_not_reused)]
             fn two_devices(#[case] body: fn(&hetero::Context, &hetero::Context)) {
                 if let Some((a, b)) = hetero::testing::context_pair_or_skip($backend).unwrap_or_else(|e| panic!("{e}"))
                 {

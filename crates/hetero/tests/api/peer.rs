@@ -302,6 +302,47 @@ pub fn a_wait_on_a_peer_event_ends_with_its_event(a: &Context, b: &Context) {
     });
 }
 
+/// A far buffer dropped while a peer copy of it is held behind a gate is
+/// neither freed nor reused before the copy, whichever side it is on. Its
+/// tracker holds the copy's mark as the near device's event, which the
+/// drop turns into a mark of the far device for the free (`far.rs`);
+/// without that turn the caching allocator gave the block to the next
+/// allocation of its size at once, and the held copy then wrote into it
+/// (the far buffer written) or read what that allocation held (read).
+pub fn a_far_buffer_dropped_under_a_held_copy_is_not_reused(a: &Context, b: &Context) {
+    let (a, b) = (a.clone(), b.clone());
+    within(30, "far buffers dropped under held peer copies", move || {
+        let (sa, sb) = (a.stream().unwrap(), b.stream().unwrap());
+        // The far buffer written: the copy runs on A, behind A's gate.
+        let gate = a.user_event().unwrap();
+        let src = sa.upload(&[7u32; 4096]).unwrap();
+        let mut far_dst = sb.alloc_zeros::<u32>(4096).unwrap();
+        sb.synchronize().unwrap();
+        sa.wait(&gate).unwrap();
+        sa.copy_peer(&src, &mut far_dst).unwrap();
+        drop(far_dst);
+        let next = sb.upload(&[1u32; 4096]).unwrap();
+        sb.synchronize().unwrap();
+        gate.complete().unwrap();
+        sa.synchronize().unwrap();
+        assert!(sb.download(&next).unwrap().iter().all(|&v| v == 1), "the held copy wrote into a reused block");
+
+        // The far buffer read: the copy runs on B, behind B's gate.
+        let gate = b.user_event().unwrap();
+        let far_src = sa.upload(&[7u32; 4096]).unwrap();
+        let mut dst = sb.alloc_zeros::<u32>(4096).unwrap();
+        sa.synchronize().unwrap();
+        sb.wait(&gate).unwrap();
+        sb.copy_peer(&far_src, &mut dst).unwrap();
+        drop(far_src);
+        let next = sa.upload(&[1u32; 4096]).unwrap();
+        sa.synchronize().unwrap();
+        gate.complete().unwrap();
+        assert!(sb.download(&dst).unwrap().iter().all(|&v| v == 7), "the held copy read a reused block");
+        assert!(sa.download(&next).unwrap().iter().all(|&v| v == 1));
+    });
+}
+
 /// A far buffer that only a faulted stream read stays usable on its own
 /// device. The bridge's mark of the far read took on the near stream's
 /// fault: a later write of the far buffer on a healthy far stream waited
