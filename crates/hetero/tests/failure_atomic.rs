@@ -281,12 +281,10 @@ fn every_failed_call_is_an_error_and_leaves_nothing_behind() {
     assert!(failed > 30, "only {failed} injected faults surfaced");
 }
 
-/// A peer copy whose tracking record failed, and failed again when it was
-/// retried, names both faults and leaves the copy done. (When the far
-/// buffer had a record of its own, a far failure after a retried near one
-/// was returned alone, so the first fault was lost to the caller: the
-/// stress test's peer mix counted it as swallowed. One mark now serves
-/// both buffers.)
+/// A peer copy whose near tracking record failed once (and was retried)
+/// and whose far tracking record then failed names both faults: it
+/// returned the far one only, so the first fault was lost to the caller
+/// (the stress test's peer mix counted it as swallowed).
 #[test]
 fn a_peer_copy_that_fails_twice_names_both_faults() {
     // Record calls up to the copy, then the copy's, with no fault.
@@ -308,9 +306,9 @@ fn a_peer_copy_that_fails_twice_names_both_faults() {
     };
     let (before, after, copied, got) = scenario(FaultPlan::none());
     assert!(copied.is_ok() && got.iter().all(|&v| v == 4));
-    assert_eq!(after - before, 1, "a peer copy records one mark, for both buffers");
-    // The record fails, and its retry too.
-    let plan = FaultPlan::none().nth(FaultSite::Record, before).nth(FaultSite::Record, before + 1);
+    assert_eq!(after - before, 2, "a peer copy records the near mark and the far one");
+    // The near record fails, its retry works, the far record fails.
+    let plan = FaultPlan::none().nth(FaultSite::Record, before).nth(FaultSite::Record, before + 2);
     let (_, _, copied, got) = scenario(plan);
     let err = copied.unwrap_err();
     assert_eq!(hetero::faults::injected_ids(&err).len(), 2, "both faults are named: {err}");

@@ -315,8 +315,7 @@ fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[
 /// The typed layer's files import only downwards, floor by floor: plain
 /// data at the ground (tracking marks; the allocator's blocks and options,
 /// bridges and the waiter's queue over them), then the per-device state,
-/// the tracker, behaviour over the state (allocation, completion, the far
-/// uses of a buffer that goes), buffers,
+/// the tracker, behaviour over the state (allocation, completion), buffers,
 /// launch arguments and events, modules, streams, the work that spans
 /// streams and devices (peer copies, graphs), the context, and at the top
 /// what adopts other libraries' memory and streams into it
@@ -329,7 +328,7 @@ fn typed_layer_floors_hold_as_imports() {
         &["cache", "bridge", "waiter"],
         &["state"],
         &["tracker"],
-        &["alloc", "completion", "far"],
+        &["alloc", "completion"],
         &["buffer"],
         &["args", "event"],
         &["module"],

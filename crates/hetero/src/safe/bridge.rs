@@ -1,18 +1,20 @@
-//! The bridge streams of buffers used by peer copies (see `far.rs`): plain
-//! data that the device state keeps.
+//! The bridge streams of peer copies (see `peer.rs`): plain data that the
+//! device state keeps.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::marks::Spare;
 use crate::device::StreamId;
 
-/// A stream of the far device that orders the frees of its buffers after
-/// peer copies made on one near stream (`waiter`).
+/// A stream of the far device that orders its buffers' tracking after peer
+/// copies made on one near stream (`waiter`).
 ///
 /// Invariant: `id` is a stream of the device that keeps the bridge, used
 /// only under `order`, which holds its spare mark event.
 pub(crate) struct Bridge {
     pub(super) waiter: StreamId,
+    /// The waiter's `Stream::alive`: dead once that stream is gone.
+    pub(super) waiter_alive: Weak<()>,
     pub(super) id: StreamId,
     pub(super) order: Mutex<Spare>,
 }

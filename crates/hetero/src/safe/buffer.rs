@@ -221,10 +221,7 @@ impl<T: Pod, D: Device> PinnedBuffer<T, D> {
 
 impl<T, K, D: Device> Drop for Buffer<T, K, D> {
     fn drop(&mut self) {
-        let (mut pending, foreign) = std::mem::take(&mut self.tracker).into_marks();
-        if !foreign.is_empty() {
-            super::far::own_marks(&self.device, foreign, &mut pending);
-        }
+        let pending = std::mem::take(&mut self.tracker).into_marks();
         let block = Block { alloc: self.alloc, bytes: self.held, host: self.host, pending };
         // SAFETY: the buffer owns the allocation and gives it up here;
         // `pending` holds a mark after every queued use; no slice or host

@@ -64,7 +64,6 @@ mod cache;
 mod completion;
 mod context;
 mod event;
-mod far;
 mod foreign;
 mod graph;
 mod marks;

@@ -73,7 +73,7 @@ pub struct DeviceState<D: Device> {
     /// waits for its streams, may then wait on work another device holds
     /// back, such as a gate that this thread opens later.
     crossed: AtomicBool,
-    /// The bridge streams of buffers that peer copies used (`far.rs`).
+    /// The bridge streams of peer operations ([`super::peer`]).
     bridges: Mutex<Vec<Arc<Bridge>>>,
     retired: Mutex<Vec<Retired>>,
     /// `retired.len()`, stored under its lock, read without it: lets
@@ -118,7 +118,7 @@ impl<D: Device> DeviceState<D> {
         }
     }
 
-    /// The bridge streams of buffers that peer copies used, under their lock.
+    /// The bridge streams of peer operations, under their lock.
     pub(crate) fn bridges(&self) -> MutexGuard<'_, Vec<Arc<Bridge>>> {
         self.bridges.lock().unwrap_or_else(PoisonError::into_inner)
     }

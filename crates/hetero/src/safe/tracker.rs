@@ -23,10 +23,6 @@
 //! until they have all completed ([`super::state::DeviceState::retire`]), so no
 //! queued work can touch freed or host-borrowed memory, and no drop blocks.
 //!
-//! A peer copy stores its mark in the far buffer's tracker too: an event of
-//! the near device, waited for across devices by the far device's streams
-//! (`peer.rs`), with no call on the far device.
-//!
 //! Threads: an operation locks its trackers for its waits, lets them go
 //! for the enqueue, and locks them again to store its mark
 //! (`Stream::tracked`); it skips the first lock when every use stored is
@@ -39,53 +35,24 @@
 //! order (the stream's own lock, from enqueue to store), which the "later
 //! mark stands for the earlier" rule needs when threads share a stream.
 
-use std::any::Any;
 use std::ops::Range;
+use std::sync::PoisonError;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, PoisonError};
 
 use crate::sync::{AtomicU64, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
 
 use super::marks::{Mark, Pending};
-use super::state::{DeviceState, Recycler};
+use super::state::Recycler;
 use crate::device::{Device, EventId, StreamId};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 
 /// Whether an operation reads or writes the tracked memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
     Read,
     Write,
-}
-
-/// The device whose stream made a stored use, where that is not the
-/// allocation's own: a peer copy's far buffer stores the copy's mark, an
-/// event of the near device (`peer.rs`). Holds that device's
-/// [`DeviceState`] (as `Arc<DeviceState<D>>`), which keeps the event
-/// alive and takes it back.
-#[derive(Clone)]
-pub(crate) struct Foreign(Arc<dyn Any + Send + Sync>);
-
-impl Foreign {
-    pub(crate) fn new<D: Device>(device: &Arc<DeviceState<D>>) -> Self {
-        Self(Arc::clone(device) as Arc<dyn Any + Send + Sync>)
-    }
-
-    /// The device, of the tracker's device type `D` (the only type a peer
-    /// copy stores); `None` for another (a defect).
-    pub(crate) fn device<D: Device>(&self) -> Option<&DeviceState<D>> {
-        self.0.downcast_ref::<DeviceState<D>>()
-    }
-
-    /// Gives up one clone of a mark of this device.
-    pub(crate) fn recycle<D: Device>(&self, mark: Mark) {
-        // Of another type (impossible): the event is dropped, not reused.
-        if let Some(device) = self.device::<D>() {
-            device.recycle(mark);
-        }
-    }
 }
 
 /// One pending use: its stream, byte range and the mark recorded after it.
@@ -97,53 +64,12 @@ struct Use {
     /// later work follows it without another wait (a driver call each,
     /// every operation, for a buffer that two streams take turns on).
     waited: Waited,
-    /// The device of `stream` and `mark`, when not the allocation's.
-    from: Option<Foreign>,
 }
 
 impl Use {
-    fn new(stream: StreamId, range: Range<usize>, mark: Mark, from: Option<Foreign>) -> Self {
-        Self { stream, range, mark, waited: Waited::default(), from }
+    fn new(stream: StreamId, range: Range<usize>, mark: Mark) -> Self {
+        Self { stream, range, mark, waited: Waited::default() }
     }
-
-    /// The device whose event `mark` is: `own` (the allocation's), or the
-    /// foreign one.
-    fn owner<'d, D: Device>(&'d self, own: &'d D) -> Result<&'d D> {
-        match &self.from {
-            None => Ok(own),
-            Some(from) => from.device::<D>().map(|device| &**device).ok_or_else(|| {
-                Error::new(
-                    own.info().backend,
-                    "peer tracking",
-                    ErrorKind::DeviceMismatch,
-                    "a use stored by a device of another type (a defect of hetero)",
-                )
-            }),
-        }
-    }
-
-    /// Gives up the entry's mark, to its own device.
-    fn give_up<D: Device>(self, recycler: &mut Recycler<'_, D>) {
-        give(recycler, self.mark, self.from.as_ref());
-    }
-}
-
-/// Gives up one clone of `mark`, an event of `from` or of the recycler's device.
-fn give<D: Device>(recycler: &mut Recycler<'_, D>, mark: Mark, from: Option<&Foreign>) {
-    match from {
-        None => recycler.give(mark),
-        Some(from) => from.recycle::<D>(mark),
-    }
-}
-
-/// A use by another device's stream that a tracker gives up with its
-/// allocation ([`Tracker::into_marks`]), for the allocation's device to
-/// order its free after (`far.rs`).
-pub(crate) struct ForeignUse {
-    pub(crate) stream: StreamId,
-    pub(crate) mark: Mark,
-    pub(crate) from: Foreign,
-    pub(crate) access: Access,
 }
 
 /// The last streams made to wait for one mark (the two a halo exchange or
@@ -213,7 +139,7 @@ impl State {
             if keep(&list[k]) {
                 k += 1;
             } else {
-                list.swap_remove(k).give_up(recycler);
+                recycler.give(list.swap_remove(k).mark);
             }
         }
     }
@@ -221,24 +147,20 @@ impl State {
     /// Drops the entries whose work has completed (an entry whose query
     /// fails stays: a wait on it reports the error).
     fn prune<D: Device>(&mut self, recycler: &mut Recycler<'_, D>) {
-        let shared: &D = recycler.shared;
+        let shared = recycler.shared;
         for list in [&mut self.writes, &mut self.reads] {
-            Self::remove(list, recycler, |u| {
-                // SAFETY: a live event of its owner (type invariant).
-                !u.owner(shared).and_then(|owner| unsafe { owner.query_event(u.mark.id()) }).unwrap_or(false)
-            });
+            // SAFETY: a live event of this device (type invariant).
+            Self::remove(list, recycler, |u| !unsafe { shared.query_event(u.mark.id()) }.unwrap_or(false));
         }
     }
 }
 
 /// The marks of one allocation's pending uses.
 ///
-/// Invariant: every mark in it was recorded after the use it stands for,
-/// by the stream stored with it, of the device that owns the allocation
-/// or, for a peer copy's use, of the [`Foreign`] device stored with it
-/// (whose `DeviceState` the entry holds); every pending use of a byte is
+/// Invariant: every mark in it was recorded by the device that owns the
+/// allocation, after the use it stands for; every pending use of a byte is
 /// stored, or ordered before a stored use of that byte that covers it.
-/// Marks it no longer needs go back to their device's [`DeviceState`]
+/// Marks it no longer needs go back to that device's [`DeviceState`]
 /// ([`DeviceState::recycle`]); [`Tracker::into_marks`] hands the rest over when
 /// the allocation is retired.
 #[derive(Default)]
@@ -344,33 +266,30 @@ impl<'a> Held<'a> {
     /// that is over, also by its stream's fault, changed nothing, and
     /// waiting on a faulted stream's mark would fail this stream too.
     pub(crate) fn before<D: Device>(&mut self, device: &D, stream: StreamId) -> Result<()> {
-        self.before_on(device, stream, device)
+        self.before_with(device, stream, |event| {
+            // SAFETY: a live event of this device (type invariant); the
+            // stream belongs to the caller.
+            unsafe { device.stream_wait_event(stream, event) }
+        })
     }
 
-    /// As [`Held::before`], for uses of allocations of `owner` by a stream
-    /// of `device` (the far buffer of a peer copy). Stream ids are unique
-    /// in the process, so another device's stream never matches a stored
-    /// one. A stream already made to wait for a mark is not made to wait
-    /// again.
-    pub(crate) fn before_on<D: Device>(&mut self, device: &D, stream: StreamId, owner: &D) -> Result<()> {
-        self.before_with(owner, stream, |of, event, settled| wait_for(device, stream, (of, event), settled))
-    }
-
-    /// The waits of [`Held::before_on`], made by `wait` (given the mark's
-    /// device and event, and whether a failure of its stream must not fail
-    /// the waiter: a foreign read's).
-    fn before_with<D: Device>(
+    /// As [`Held::before`], for uses whose marks are events of `owner`,
+    /// waited for by `wait`: a stream of another device waits with
+    /// [`Device::stream_wait_peer_event`]. Stream ids are unique in the
+    /// process, so another device's stream never matches a stored one.
+    /// A stream already made to wait for a mark is not made to wait again.
+    pub(crate) fn before_with<D: Device>(
         &mut self,
         owner: &D,
         stream: StreamId,
-        mut wait: impl FnMut(&D, EventId, bool) -> Result<()>,
+        mut wait: impl FnMut(EventId) -> Result<()>,
     ) -> Result<()> {
         let Self { uses, guards } = self;
         for (guard, range, access) in guard_indices(uses) {
             let state = &mut *guards[guard];
             for used in &mut state.writes {
                 if used.stream != stream && overlaps(&used.range, range) && !used.waited.has(stream) {
-                    wait(used.owner(owner)?, used.mark.id(), false)?;
+                    wait(used.mark.id())?;
                     used.waited.add(stream);
                 }
             }
@@ -381,7 +300,7 @@ impl<'a> Held<'a> {
                         && !used.waited.has(stream)
                         && !read_is_over(owner, used)?
                     {
-                        wait(used.owner(owner)?, used.mark.id(), used.from.is_some())?;
+                        wait(used.mark.id())?;
                         used.waited.add(stream);
                     }
                 }
@@ -394,18 +313,6 @@ impl<'a> Held<'a> {
     /// there by `mark` (one mark serves every range it uses). Marks it
     /// replaces go to `recycler`.
     pub(crate) fn after<D: Device>(&mut self, recycler: &mut Recycler<'_, D>, stream: StreamId, mark: Mark) {
-        self.after_on(recycler, stream, mark, None);
-    }
-
-    /// As [`Held::after`], for uses by a stream of another device, `from`
-    /// (whose event `mark` is): the far buffer of a peer copy.
-    pub(crate) fn after_on<D: Device>(
-        &mut self,
-        recycler: &mut Recycler<'_, D>,
-        stream: StreamId,
-        mark: Mark,
-        from: Option<&Foreign>,
-    ) {
         // The last use takes the mark itself, the others a clone: every
         // clone made or given up is an atomic write.
         let last = self.uses.len().saturating_sub(1);
@@ -427,14 +334,13 @@ impl<'a> Held<'a> {
             // stream completes after the earlier one, so its mark with
             // the union's hull stands for both (waiters may wait a
             // little more than they must, never less).
-            // (A stream's uses are all of its own device: `from` is the same.)
             match list.iter_mut().find(|u| u.stream == stream) {
                 Some(entry) => {
                     entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
-                    give(recycler, std::mem::replace(&mut entry.mark, mark), entry.from.as_ref());
+                    recycler.give(std::mem::replace(&mut entry.mark, mark));
                     entry.waited = Waited::default();
                 }
-                None => list.push(Use::new(stream, range.clone(), mark, from.cloned())),
+                None => list.push(Use::new(stream, range.clone(), mark)),
             }
             if list.len() > PRUNE_ABOVE {
                 state.prune(recycler);
@@ -446,7 +352,7 @@ impl<'a> Held<'a> {
         }
         // The mark itself when the operation used no memory.
         if let Some(mark) = mark {
-            give(recycler, mark, from);
+            recycler.give(mark);
         }
     }
 }
@@ -463,27 +369,9 @@ fn read_settled<T>(result: Result<T>, over: T) -> Result<T> {
 }
 
 /// Whether a read's mark has completed, or failed with its stream's fault.
-fn read_is_over<D: Device>(own: &D, used: &Use) -> Result<bool> {
-    // SAFETY: a live event of its owner (type invariant).
-    read_settled(unsafe { used.owner(own)?.query_event(used.mark.id()) }, true)
-}
-
-/// Makes `stream` of `device` wait for `event` of `of`: a wait on its own
-/// device, or across devices, where `settled` says that a failure of the
-/// event's stream only ends the wait
-/// ([`Device::stream_wait_peer_settled`]).
-fn wait_for<D: Device>(device: &D, stream: StreamId, (of, event): (&D, EventId), settled: bool) -> Result<()> {
-    // SAFETY: a live event of `of` (the tracker's invariant); the stream
-    // belongs to the caller of the operation.
-    unsafe {
-        if std::ptr::eq(device, of) {
-            device.stream_wait_event(stream, event)
-        } else if settled {
-            device.stream_wait_peer_settled(stream, of.as_peer(), event)
-        } else {
-            device.stream_wait_peer_event(stream, of.as_peer(), event)
-        }
-    }
+fn read_is_over<D: Device>(device: &D, used: &Use) -> Result<bool> {
+    // SAFETY: a live event of this device (type invariant).
+    read_settled(unsafe { device.query_event(used.mark.id()) }, true)
 }
 
 impl Tracker {
@@ -497,12 +385,12 @@ impl Tracker {
     pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
         for used in &state.writes {
-            // SAFETY: a live event of its owner (type invariant).
-            unsafe { used.owner(device)?.synchronize_event(used.mark.id())? };
+            // SAFETY: a live event of this device (type invariant).
+            unsafe { device.synchronize_event(used.mark.id())? };
         }
         for used in &state.reads {
             // SAFETY: as above.
-            read_settled(unsafe { used.owner(device)?.synchronize_event(used.mark.id()) }, ())?;
+            read_settled(unsafe { device.synchronize_event(used.mark.id()) }, ())?;
         }
         Ok(())
     }
@@ -511,8 +399,8 @@ impl Tracker {
     pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
         for used in &state.writes {
-            // SAFETY: a live event of its owner (type invariant).
-            if !unsafe { used.owner(device)?.query_event(used.mark.id())? } {
+            // SAFETY: a live event of this device (type invariant).
+            if !unsafe { device.query_event(used.mark.id())? } {
                 return Ok(false);
             }
         }
@@ -532,25 +420,19 @@ impl Tracker {
             // A fresh allocation: no list to build (every allocation comes here).
             return Self::default();
         }
-        let writes = marks.into_iter().map(|(stream, mark)| Use::new(stream, 0..usize::MAX, mark, None)).collect();
+        let writes = marks.into_iter().map(|(stream, mark)| Use::new(stream, 0..usize::MAX, mark)).collect();
         let state = State { writes, reads: Vec::new() };
         Self { streams: AtomicU64::new(state.streams()), state: Mutex::new(state) }
     }
 
-    /// Gives up the marks of every possibly pending use, each with its
-    /// stream: the allocation's own, and the uses by other devices' streams.
-    pub(crate) fn into_marks(self) -> (Pending, Vec<ForeignUse>) {
+    /// Gives up the marks of every possibly pending use, each with its stream.
+    pub(crate) fn into_marks(self) -> Pending {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let (mut own, mut foreign) = (Pending::new(), Vec::new());
-        for (access, list) in [(Access::Write, state.writes), (Access::Read, state.reads)] {
-            for u in list {
-                match u.from {
-                    None => own.push((u.stream, u.mark)),
-                    Some(from) => foreign.push(ForeignUse { stream: u.stream, mark: u.mark, from, access }),
-                }
-            }
+        if state.writes.is_empty() && state.reads.is_empty() {
+            // Never used by queued work (every free of an unused buffer comes here).
+            return Pending::new();
         }
-        (own, foreign)
+        state.writes.into_iter().chain(state.reads).map(|u| (u.stream, u.mark)).collect()
     }
 }
 
@@ -680,7 +562,7 @@ mod tests {
             held.add(&tracker, 0..4, Access::Read);
             held.lock();
             let mut count = 0;
-            held.before_with(&**shared, stream, |_, _, _| {
+            held.before_with(&**shared, stream, |_| {
                 count += 1;
                 Ok(())
             })
