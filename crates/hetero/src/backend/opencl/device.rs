@@ -330,10 +330,8 @@ impl OpenClDevice {
             if self.shares_context(peer) && kind == Bridged::Inherit {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
-            } else {
-                if let Some(bridge) = bridge::make(&recorded, self.bridges_by_thread, &self.context, kind)? {
-                    queue.defer_wait(bridge);
-                }
+            } else if let Some(bridge) = bridge::make(&recorded, self.bridges_by_thread, &self.context, kind)? {
+                queue.defer_wait(bridge);
             }
         }
         Ok(())
