@@ -116,6 +116,17 @@ pub fn tools<D: Device>(ctx: &Context<D>, mix: Mix, peer: Option<Context<D>>) ->
     Ok(Tools { kernel, algorithms, graphs: mix.graphs, peer: if mix.peer { peer } else { None } })
 }
 
+impl<D: Device> Tools<D> {
+    /// Trims the second device ([`Context::trim`]): its cached blocks hold
+    /// the marks of peer copies made on the first, events of the first
+    /// device that its own trim cannot give back while they are held.
+    pub fn trim_peer(&self) {
+        if let Some(peer) = &self.peer {
+            peer.trim();
+        }
+    }
+}
+
 /// What a run did and found.
 #[derive(Debug, Default)]
 pub struct Stats {

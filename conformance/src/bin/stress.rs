@@ -81,7 +81,9 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take<D: Device>(ctx: &Context<D>) -> Self {
+    /// After trimming the peer device first (`Tools::trim_peer`), then `ctx`.
+    fn take<D: Device>(ctx: &Context<D>, tools: &stress::Tools<D>) -> Self {
+        tools.trim_peer();
         ctx.trim();
         let stats = ctx.allocator_stats();
         Self {
@@ -96,12 +98,12 @@ impl Snapshot {
 impl Snapshot {
     /// A snapshot once the device's handles are back to `start`'s count,
     /// or as they are after two seconds: a stream destroyed while busy
-    /// (a bridge of peer copies let go by the trim) stays counted until
-    /// its queued work is done, which it does without being waited for.
-    fn settled<D: Device>(ctx: &Context<D>, start: &Snapshot) -> Self {
+    /// stays counted until its queued work is done, which it does without
+    /// being waited for.
+    fn settled<D: Device>(ctx: &Context<D>, tools: &stress::Tools<D>, start: &Snapshot) -> Self {
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         loop {
-            let now = Self::take(ctx);
+            let now = Self::take(ctx, tools);
             let back = match (start.handles, now.handles) {
                 (Some(a), Some(b)) => b.total() <= a.total(),
                 _ => true,
@@ -269,7 +271,7 @@ fn stress<D: Device>(
         eprintln!("stress: {name}: HANG in the warm-up run");
         return Err(ExitCode::from(3));
     };
-    let start = Snapshot::take(&ctx);
+    let start = Snapshot::take(&ctx, &tools);
     let Some(stats) = stress::run(&ctx, &tools, config, watchdog, log) else {
         eprintln!("stress: {name}: HANG: threads did not finish within {} s of the deadline", watchdog.as_secs());
         return Err(ExitCode::from(3));
@@ -288,7 +290,7 @@ fn stress<D: Device>(
         println!("  error: {e}");
     }
     let mut clean = stats.mismatches == 0 && stats.errors.is_empty() && warmed.errors.is_empty() && stats.checks > 0;
-    let steady = report_growth(&name, &start, &Snapshot::settled(&ctx, &start), cli.max_rss_growth_mib);
+    let steady = report_growth(&name, &start, &Snapshot::settled(&ctx, &tools, &start), cli.max_rss_growth_mib);
     // A soak, and a run under faults, fail on growth (resident memory is
     // judged only against --max-rss-growth-mib).
     clean &= steady || (cli.max_rss_growth_mib.is_none() && faults.is_none());

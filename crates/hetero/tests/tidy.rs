@@ -313,8 +313,8 @@ fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[
 }
 
 /// The typed layer's files import only downwards, floor by floor: plain
-/// data at the ground (tracking marks; the allocator's blocks and options,
-/// bridges and the waiter's queue over them), then the per-device state,
+/// data at the ground (tracking marks; the allocator's blocks and options
+/// and the waiter's queue over them), then the per-device state,
 /// the tracker, behaviour over the state (allocation, completion), buffers,
 /// launch arguments and events, modules, streams, the work that spans
 /// streams and devices (peer copies, graphs), the context, and at the top
@@ -325,7 +325,7 @@ fn assert_imports_go_down(graph: &BTreeMap<String, BTreeSet<String>>, layers: &[
 fn typed_layer_floors_hold_as_imports() {
     let floors: [&[&str]; 12] = [
         &["marks"],
-        &["cache", "bridge", "waiter"],
+        &["cache", "waiter"],
         &["state"],
         &["tracker"],
         &["alloc", "completion"],

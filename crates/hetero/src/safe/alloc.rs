@@ -102,7 +102,9 @@ impl<D: Device> DeviceState<D> {
     /// A cached block of class `bin` that may serve a request on `stream`.
     fn reuse(&self, pool: &mut Pool, bin: usize, stream: Option<StreamId>) -> Option<Taken> {
         let blocks = &mut pool.bins[bin];
-        let usable = |b: &Block| b.pending.iter().all(|(s, _)| Some(*s) == stream);
+        // Another device's use is never on `stream`: such a block waits
+        // until that use has completed.
+        let usable = |b: &Block| b.pending.iter().all(|u| u.from.is_none() && Some(u.stream) == stream);
         let at = match blocks.iter().rposition(usable) {
             Some(at) => at,
             // Marks may have completed since the blocks came back.

@@ -66,8 +66,6 @@ impl<D: Device> Context<D> {
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             self.device.cache().trim(&self.device, kind);
         }
-        // Bridges first: a bridge let go gives its spare event to the device.
-        super::peer::prune_bridges(&self.device);
         self.device.trim_spare();
         self.device.reap();
     }
@@ -133,13 +131,7 @@ impl<D: Device> Context<D> {
 
     /// The typed stream over `id`, a stream of this device made with `flags`.
     pub(crate) fn wrap_stream(&self, id: StreamId, flags: StreamFlags) -> Stream<D> {
-        Stream {
-            device: Arc::clone(&self.device),
-            id,
-            timing: flags.timing,
-            order: Mutex::new(None),
-            alive: Arc::new(()),
-        }
+        Stream { device: Arc::clone(&self.device), id, timing: flags.timing, order: Mutex::new(None) }
     }
 
     /// The device and its shared state.

@@ -2,6 +2,7 @@
 //! trackers, retired allocations and completions hold (plain data at the
 //! ground of the typed layer).
 
+use std::any::Any;
 use std::sync::Arc;
 
 use crate::device::{EventId, StreamId};
@@ -52,5 +53,22 @@ impl Mark {
 /// stream's device.
 pub(crate) type Spare = Option<Arc<EventId>>;
 
-/// Marks of possibly pending uses of one allocation, each with its stream.
-pub(crate) type Pending = Vec<(StreamId, Mark)>;
+/// The device whose event a mark is, where that is not the device of the
+/// allocation it tracks: a peer copy's far buffer holds the copy's own
+/// mark, an event of the near device (`peer.rs`). Holds that device's
+/// `Core` (`state.rs`), which keeps the event valid and takes it back;
+/// never its `DeviceState`, so two devices' trackers never keep each
+/// other's state alive.
+#[derive(Clone)]
+pub(crate) struct Foreign(pub(crate) Arc<dyn Any + Send + Sync>);
+
+/// The mark of one possibly pending use of an allocation, with its stream
+/// and, for a use by another device's stream, that device.
+pub(crate) struct PendingUse {
+    pub(crate) stream: StreamId,
+    pub(crate) mark: Mark,
+    pub(crate) from: Option<Foreign>,
+}
+
+/// Marks of possibly pending uses of one allocation.
+pub(crate) type Pending = Vec<PendingUse>;

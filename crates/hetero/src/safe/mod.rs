@@ -58,7 +58,6 @@
 
 mod alloc;
 mod args;
-mod bridge;
 mod buffer;
 mod cache;
 mod completion;

@@ -4,133 +4,42 @@
 //!
 //! A peer copy runs on one stream, of its source's or its destination's
 //! device (the *near* device); the buffer of the other (*far*) device is
-//! tracked by its own tracker, with events of its own device, so that every
-//! tracker keeps its invariant (marks of its allocation's device only):
+//! tracked by its own tracker:
 //!
 //! - before the copy, the stream waits ([`Device::stream_wait_peer_event`])
 //!   for the far buffer's conflicting uses, as for a buffer of its own;
-//! - after it, the stream records the copy's mark for the near buffer, and
-//!   a *bridge stream* of the far device, one per near stream that copies
-//!   ([`Bridge`]), waits for that mark and records a far mark, stored as
-//!   the far buffer's use on the bridge stream.
+//! - after it, the stream records one mark, stored for both buffers: for
+//!   the far one as a use by a stream of the near device, with that
+//!   device's `Core` ([`Foreign`]). Nothing is asked of the far device.
 //!
-//! A far mark therefore completes only after the copy, so freeing the far
-//! buffer (stream-ordered, or into the caching allocator), reading it from
-//! the host, or using it on any far stream waits for the copy, exactly as
-//! for work of its own device (`a_gate_on_one_device_holds_the_others_dependent_work`,
-//! `dropping_a_device_with_peer_work_queued`).
-//! Bridge marks are recorded and stored under the bridge's order lock, so
-//! they reach the trackers in the bridge stream's order, as a stream's own
-//! marks do.
+//! The far device's later uses of the buffer wait for the mark across
+//! devices, the host waits for it on the near device, and when the far
+//! buffer goes, its block is freed or handed out again only once the mark
+//! has completed (`DeviceState::settle` queries it on the near device; a
+//! far device dropped before waits for it on a thread of its own). So no
+//! free, reuse or host access of the far buffer overtakes the copy
+//! (`a_far_buffer_dropped_under_a_held_copy_is_not_reused`,
+//! `a_gate_on_one_device_holds_the_others_dependent_work`,
+//! `dropping_a_device_with_peer_work_queued`). The mark is stored in both
+//! trackers under the stream's order lock, so it reaches them in stream
+//! order. The far tracker holds the near device's `Core`, never its
+//! state: two devices copying both ways do not keep each other alive
+//! (`devices_dropped_with_copies_both_ways_held_release_everything`).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use bytemuck::Pod;
 
-use super::bridge::Bridge;
 use super::buffer::{OnDevice, Slice, SliceMut, View};
 use super::event::Waitable;
+use super::marks::Foreign;
 use super::state::same_device;
 use super::state::{DeviceState, Recycler};
 use super::stream::Stream;
-use super::tracker::{Access, Held};
+use super::tracker::Held;
 use crate::backend::peer::peer_gate_refused_on;
-use crate::device::{Device, EventId, PeerRange, PeerRoute, StreamFlags};
+use crate::device::{Device, PeerRange, PeerRoute};
 use crate::error::{Error, ErrorKind, Result};
-
-/// Bridge streams a device keeps before it lets idle ones go.
-const MAX_BRIDGES: usize = 16;
-
-/// The bridge of `far` for peer copies made on `waiter`, made at the first
-/// (under the list's lock, so two threads copying on one stream share one).
-fn bridge_for<D: Device>(far: &DeviceState<D>, waiter: &Stream<D>) -> Result<Arc<Bridge>> {
-    let mut bridges = far.bridges();
-    if let Some(bridge) = bridges.iter().find(|b| b.waiter == waiter.id) {
-        return Ok(Arc::clone(bridge));
-    }
-    // Bridges of streams that are gone go first; past MAX_BRIDGES, every
-    // bridge not in use.
-    let many = bridges.len() >= MAX_BRIDGES;
-    let gone = take_unused(&mut bridges, many);
-    let made = far.create_stream(StreamFlags { non_blocking: true, timing: false, ..StreamFlags::default() });
-    let bridge = made.map(|id| {
-        let bridge = Arc::new(Bridge {
-            waiter: waiter.id,
-            waiter_alive: Arc::downgrade(&waiter.alive),
-            id,
-            order: Mutex::new(None),
-        });
-        bridges.push(Arc::clone(&bridge));
-        bridge
-    });
-    drop(bridges);
-    release(far, gone);
-    bridge
-}
-
-/// Lets go of `far`'s bridges whose near streams are gone and that no copy
-/// is using (`Context::trim`): work queued on them still runs, and the
-/// marks they recorded stay valid events.
-pub(crate) fn prune_bridges<D: Device>(far: &DeviceState<D>) {
-    let gone = take_unused(&mut far.bridges(), false);
-    release(far, gone);
-}
-
-/// Takes out of `bridges` those no copy is using whose near stream is gone,
-/// or with `all`, every one no copy is using.
-fn take_unused(bridges: &mut Vec<Arc<Bridge>>, all: bool) -> Vec<Arc<Bridge>> {
-    let (keep, gone) =
-        bridges.drain(..).partition(|b| Arc::strong_count(b) > 1 || (!all && b.waiter_alive.strong_count() > 0));
-    *bridges = keep;
-    gone
-}
-
-/// Destroys the streams of bridges taken out of `far`'s list.
-fn release<D: Device>(far: &DeviceState<D>, gone: Vec<Arc<Bridge>>) {
-    for bridge in gone {
-        let (id, spare) = bridge.into_parts();
-        far.keep_spare(spare);
-        // SAFETY: the bridge stream is the device's, used by nobody now.
-        let _ = unsafe { far.destroy_stream(id) };
-    }
-}
-
-/// Records on `far`'s bridge for `near_stream` a mark that follows
-/// `near_event` (of `near`), and stores it as the uses in `held`, which
-/// are unlocked (one tracker's lock is never held while another's is
-/// taken, but in address order: `opposite_peer_copies_do_not_deadlock`).
-///
-/// A far use that only reads (`access`) is over when the copy is, also
-/// when the near stream failed before it: the bridge waits without taking
-/// on that failure ([`Device::stream_wait_peer_settled`]), so a failed far
-/// read leaves the far buffer and the far device's streams usable, as a
-/// failed read does on one device
-/// (`a_failed_far_read_leaves_the_far_buffer_usable`). A far write keeps
-/// the failure: what it left in the buffer is unknown.
-fn track_far<D: Device>(
-    far: &DeviceState<D>,
-    (near_stream, near_event): (&Stream<D>, EventId),
-    access: Access,
-    held: &mut Held<'_>,
-) -> Result<()> {
-    far.cross();
-    let near: &D = &near_stream.device;
-    let bridge = bridge_for(far, near_stream)?;
-    let mut spare = bridge.order.lock().unwrap_or_else(PoisonError::into_inner);
-    // SAFETY: the bridge stream is far's and used under its order lock; the
-    // event is a live mark of `near`, held by the caller for the call.
-    unsafe {
-        match access {
-            Access::Read => far.stream_wait_peer_settled(bridge.id, near.as_peer(), near_event),
-            Access::Write => far.stream_wait_peer_event(bridge.id, near.as_peer(), near_event),
-        }
-    }?;
-    // SAFETY: as above.
-    let mark = unsafe { far.mark_from(bridge.id, &mut spare) }?;
-    held.lock();
-    held.after(&mut Recycler { shared: far, spare: &mut spare }, bridge.id, mark);
-    Ok(())
-}
 
 /// Locks the trackers of two operations' uses in address order.
 fn lock_both(first: &mut Held<'_>, second: &mut Held<'_>, first_is_lower: bool) {
@@ -207,14 +116,13 @@ impl<D: Device> Stream<D> {
         far_held.add(far.tracker, far.offset..far.offset + far.len, far.access);
         let near_lower = std::ptr::from_ref(near.tracker) < std::ptr::from_ref(far.tracker);
         lock_both(&mut near_held, &mut far_held, near_lower);
+        // The near device's streams wait on the far device's events, and
+        // the far device's later uses of its buffer on the near device's.
         self.device.cross();
-        let waited = near_held.before(&**self.device, self.id).and_then(|()| {
-            far_held.before_with(far_device, self.id, |event| {
-                // SAFETY: a live mark of the far device (its tracker's
-                // invariant); the stream is this one's.
-                unsafe { self.device.stream_wait_peer_event(self.id, far_device.as_peer(), event) }
-            })
-        });
+        far_shared.cross();
+        let near_device: &D = &self.device;
+        let waited =
+            near_held.before(near_device, self.id).and_then(|()| far_held.before_on(near_device, self.id, far_device));
         near_held.unlock();
         far_held.unlock();
         waited?;
@@ -224,7 +132,7 @@ impl<D: Device> Stream<D> {
         let ranges = (PeerRange::new::<D>(&***sv.device, sv.range()), PeerRange::new::<D>(&***dv.device, dv.range()));
         // SAFETY: both views are bounds-checked views of live device
         // allocations; the waits above order the copy after their
-        // conflicting uses on both devices, and the marks below keep both
+        // conflicting uses on both devices, and the mark below keeps both
         // allocations alive and unborrowed until it completes. A backend
         // that fails has nothing of the copy left running.
         let route = unsafe { self.device.copy_peer(ranges.0, ranges.1, self.id) }?;
@@ -233,22 +141,21 @@ impl<D: Device> Stream<D> {
             Ok(marked) => marked,
             Err(e) => return Err(self.settle_after(e)),
         };
-        let near_mark = mark.clone();
-        near_held.lock();
-        near_held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark);
+        let from = Foreign::new(&self.device.core);
+        lock_both(&mut near_held, &mut far_held, near_lower);
+        near_held.after(&mut Recycler { shared: &self.device, spare: &mut spare }, self.id, mark.clone());
+        // Marks the far tracker replaces are of this device (this stream's
+        // earlier copies), of the far device, or of a third one: each goes
+        // back to its own (`after_on`), none to this stream's spare.
+        let mut far_spare = None;
+        far_held.after_on(&mut Recycler { shared: far_shared, spare: &mut far_spare }, self.id, mark, Some(&from));
+        far_shared.keep_spare(far_spare);
         near_held.unlock();
+        far_held.unlock();
         drop(spare);
-        let far_tracked = track_far(far_shared, (self, near_mark.id()), far.access, &mut far_held);
-        self.device.recycle(near_mark);
-        match (far_tracked, error) {
-            (Ok(()), None) => Ok(route),
-            (Ok(()), Some(first)) => Err(first),
-            (Err(e), None) => Err(self.settle_after(e)),
-            // Both faults are told: the near record's retried one, then the far one's.
-            (Err(e), Some(first)) => {
-                let message = format!("{}; then tracking the far buffer failed: {}", first.message, e.message);
-                Err(self.settle_after(Error { message, ..first }))
-            }
+        match error {
+            None => Ok(route),
+            Some(first) => Err(first),
         }
     }
 

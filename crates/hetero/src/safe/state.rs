@@ -1,7 +1,6 @@
 //! [`DeviceState`]: the typed layer's per-device state, as every object of
-//! the layer holds it (the device, its spare marks, caches, bridges and
-//! pending completions), and
-//! the allocations it frees later (stream-ordered frees).
+//! the layer holds it (the device, its spare marks, caches and pending
+//! completions), and the allocations it frees later (stream-ordered frees).
 //!
 //! Dropping a buffer never blocks: if queued work may still use the
 //! allocation, the allocation is *retired* with the events of its last uses
@@ -9,7 +8,13 @@
 //! on later allocations, buffer drops and stream synchronisations, and when
 //! the last object of the device goes. What is still pending then is left
 //! to the backend, whose drop opens every gate and releases what remains
-//! once the device's work has finished (see the `Device` contract).
+//! once the device's work has finished (see the `Device` contract); an
+//! allocation that another device's work still uses (a peer copy's) is
+//! first waited for, off the dropping thread.
+//!
+//! The device itself, with its spare marks, is held apart ([`Core`]): other
+//! devices' trackers hold it for the marks they keep of it, so that its
+//! events stay valid after its state has gone, without holding the state.
 
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
@@ -19,13 +24,109 @@ use std::sync::{Arc, PoisonError};
 use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
-use super::bridge::Bridge;
 use super::cache::{AllocatorOptions, Cache, MemoryKind};
-use super::marks::{Mark, Pending, Spare};
+use super::marks::{Foreign, Mark, Pending, PendingUse, Spare};
 use super::waiter::Waiter;
 use crate::device::{AllocId, Device, EventId, StreamId};
 use crate::error::{Error, ErrorKind, Result};
 use crate::shard::{self, Sharded};
+
+/// A device and its spare mark events: what a mark of the device needs to
+/// be queried, waited for and given back.
+///
+/// Invariant: every spare event belongs to `device` and is used by nobody.
+pub(crate) struct Core<D: Device> {
+    /// Dropped last, by [`Core`]'s drop: on its own thread when the
+    /// device's streams may wait on another device ([`Self::crossed`]).
+    device: ManuallyDrop<D>,
+    /// Whether a stream of this device was made to wait on another
+    /// device's event (a peer copy or wait), or its buffers were used by
+    /// another device's: its backend's drop, which waits for its streams,
+    /// may then wait on work another device holds back, such as a gate
+    /// that this thread opens later.
+    crossed: AtomicBool,
+    /// Spare marks, per shard ([`crate::shard`]) so that threads enqueuing
+    /// at once do not contend for one list: each `Arc` unique, so reusing
+    /// one allocates nothing.
+    spare: Sharded<Mutex<Vec<Arc<EventId>>>>,
+}
+
+impl<D: Device> Deref for Core<D> {
+    type Target = D;
+    fn deref(&self) -> &D {
+        &self.device
+    }
+}
+
+impl<D: Device> Core<D> {
+    /// The calling thread's spare marks.
+    fn spare(&self) -> MutexGuard<'_, Vec<Arc<EventId>>> {
+        self.spare[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Gives up one clone of a mark of this device; the last one makes its
+    /// event spare.
+    pub(crate) fn recycle(&self, mark: Mark) {
+        if let Some(event) = mark.into_spare() {
+            self.spare().push(event);
+        }
+    }
+}
+
+impl<D: Device> Drop for Core<D> {
+    fn drop(&mut self) {
+        let spare =
+            self.spare.iter_mut().flat_map(|s| std::mem::take(s.0.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        for event in spare.collect::<Vec<_>>() {
+            // SAFETY: spare events are used by nobody (type invariant).
+            let _ = unsafe { self.device.destroy_event(*event) };
+        }
+        // What remains is in use by work the device has not finished: the
+        // backend's own drop waits for that work (after opening every gate)
+        // and releases it. Freeing it here could free memory in use.
+        // SAFETY: the device is taken once, here, and not used after.
+        let device = unsafe { ManuallyDrop::take(&mut self.device) };
+        if self.crossed.load(Ordering::Relaxed) {
+            // Its streams may wait on another device's work, which may wait
+            // on a gate this thread has yet to open: the drop must not
+            // block it (`dropping_a_device_with_peer_work_queued`). Where no
+            // thread can be started, the device is dropped here.
+            let _ = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || drop(device));
+        } else {
+            drop(device);
+        }
+    }
+}
+
+impl Foreign {
+    /// The device `core`, as a mark's foreign device.
+    pub(crate) fn new<D: Device>(core: &Arc<Core<D>>) -> Self {
+        Self(Arc::clone(core) as Arc<dyn std::any::Any + Send + Sync>)
+    }
+
+    /// The device, of the tracker's device type `D` (the only type a peer
+    /// copy stores); `None` for another (a defect).
+    pub(crate) fn core<D: Device>(&self) -> Option<&Core<D>> {
+        self.0.downcast_ref::<Core<D>>()
+    }
+}
+
+/// The device whose event a mark stored with `from` is: `own` (the
+/// allocation's), or the foreign one; `None` for a foreign device of
+/// another type (a defect: a peer copy joins devices of one type).
+pub(crate) fn owner_of<'d, D: Device>(from: Option<&'d Foreign>, own: &'d D) -> Option<&'d D> {
+    match from {
+        None => Some(own),
+        Some(from) => from.core::<D>().map(|core| &**core),
+    }
+}
+
+impl PendingUse {
+    /// The device whose event the mark is ([`owner_of`]).
+    pub(crate) fn owner<'d, D: Device>(&'d self, own: &'d D) -> Option<&'d D> {
+        owner_of(self.from.as_ref(), own)
+    }
+}
 
 /// Where the marks that one operation gives up go: its stream's
 /// [`Spare`] first, then the device's spare lists.
@@ -41,9 +142,26 @@ impl<D: Device> Recycler<'_, D> {
             if self.spare.is_none() {
                 *self.spare = Some(event);
             } else {
-                self.shared.spare().push(event);
+                self.shared.core.spare().push(event);
             }
         }
+    }
+
+    /// Gives up one clone of a mark of `from`, or of this device.
+    pub(crate) fn give_from(&mut self, mark: Mark, from: Option<&Foreign>) {
+        match from {
+            None => self.give(mark),
+            Some(from) => recycle_foreign::<D>(from, mark),
+        }
+    }
+}
+
+/// Gives up one clone of a mark of the foreign device `from`.
+pub(crate) fn recycle_foreign<D: Device>(from: &Foreign, mark: Mark) {
+    // Of another type (impossible): the event is dropped, not reused, and
+    // released with its device.
+    if let Some(core) = from.core::<D>() {
+        core.recycle(mark);
     }
 }
 
@@ -58,33 +176,22 @@ struct Retired {
 /// through an `Arc` by the context and every stream, event, buffer and
 /// module made from it.
 ///
-/// Invariant: every handle in `retired` and `spare` belongs to `device`;
-/// retired allocations are used by nobody else (the buffer that owned them
-/// is gone), and spare events by nobody at all.
+/// Invariant: every allocation in `retired` belongs to the device, and is
+/// used by nobody else (the buffer that owned it is gone); each of its
+/// marks is an event of the device or of its [`Foreign`] one.
 ///
 /// Public only so that sealed traits can name it; its module is private.
 #[doc(hidden)]
 pub struct DeviceState<D: Device> {
-    /// Dropped last, by [`DeviceState`]'s drop: on its own thread when the
-    /// device's streams may wait on another device ([`Self::crossed`]).
-    device: ManuallyDrop<D>,
-    /// Whether a stream of this device was made to wait on another
-    /// device's event (a peer copy or wait): its backend's drop, which
-    /// waits for its streams, may then wait on work another device holds
-    /// back, such as a gate that this thread opens later.
-    crossed: AtomicBool,
-    /// The bridge streams of peer operations ([`super::peer`]).
-    bridges: Mutex<Vec<Arc<Bridge>>>,
+    /// The device and its spare marks, which other devices' trackers may
+    /// hold beyond this state.
+    pub(crate) core: Arc<Core<D>>,
     retired: Mutex<Vec<Retired>>,
     /// `retired.len()`, stored under its lock, read without it: lets
     /// [`Self::reap`] skip the lock when nothing is retired (every driver
     /// allocation and free reaps). A reap that reads a stale zero only
     /// leaves the freeing to the next one.
     retired_len: AtomicUsize,
-    /// Spare marks, per shard ([`crate::shard`]) so that threads enqueuing
-    /// at once do not contend for one list: each `Arc` unique, so reusing
-    /// one allocates nothing.
-    spare: Sharded<Mutex<Vec<Arc<EventId>>>>,
     cache: Cache,
     waiter: Arc<Waiter<D>>,
 }
@@ -92,35 +199,29 @@ pub struct DeviceState<D: Device> {
 impl<D: Device> Deref for DeviceState<D> {
     type Target = D;
     fn deref(&self) -> &D {
-        &self.device
+        &self.core.device
     }
 }
 
 impl<D: Device> DeviceState<D> {
     pub(crate) fn new(device: D, options: Result<AllocatorOptions>) -> Self {
         let cache = Cache::new(options, device.info().total_memory);
+        let core = Core { device: ManuallyDrop::new(device), crossed: AtomicBool::new(false), spare: shard::each() };
         Self {
-            device: ManuallyDrop::new(device),
-            crossed: AtomicBool::new(false),
-            bridges: Mutex::new(Vec::new()),
+            core: Arc::new(core),
             retired: Mutex::new(Vec::new()),
             retired_len: AtomicUsize::new(0),
-            spare: shard::each(),
             cache,
             waiter: Arc::new(Waiter::new()),
         }
     }
 
-    /// Notes that a stream of this device waits on another device.
+    /// Notes that a stream of this device waits on another device, or that
+    /// another device's stream uses its memory.
     pub(crate) fn cross(&self) {
-        if !self.crossed.load(Ordering::Relaxed) {
-            self.crossed.store(true, Ordering::Relaxed);
+        if !self.core.crossed.load(Ordering::Relaxed) {
+            self.core.crossed.store(true, Ordering::Relaxed);
         }
-    }
-
-    /// The bridge streams of peer operations, under their lock.
-    pub(crate) fn bridges(&self) -> MutexGuard<'_, Vec<Arc<Bridge>>> {
-        self.bridges.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The caching allocator's blocks and statistics.
@@ -139,19 +240,19 @@ impl<D: Device> DeviceState<D> {
 
     /// Destroys every spare tracking event (they are made again when needed).
     pub(crate) fn trim_spare(&self) {
-        for shard in self.spare.iter() {
+        for shard in self.core.spare.iter() {
             let events = std::mem::take(&mut *shard.0.lock().unwrap_or_else(PoisonError::into_inner));
             for event in events {
                 // SAFETY: spare events are used by nobody (type invariant),
                 // and this one has just left the spare list.
-                let _ = unsafe { self.device.destroy_event(*event) };
+                let _ = unsafe { self.destroy_event(*event) };
             }
         }
     }
 
     /// The calling thread's spare marks.
     fn spare(&self) -> MutexGuard<'_, Vec<Arc<EventId>>> {
-        self.spare[shard::current()].0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.core.spare()
     }
 
     /// Records a mark at the current end of `stream` (a spare event, or a
@@ -179,10 +280,10 @@ impl<D: Device> DeviceState<D> {
         // and waits keep what they captured (the contract of `record_event`).
         let event = match spare.take().or_else(|| self.spare().pop()) {
             Some(e) => e,
-            None => Arc::new(self.device.create_sync_event()?),
+            None => Arc::new(self.create_sync_event()?),
         };
         // SAFETY: the event is ours and unused (spare or new); the caller owns the stream.
-        match unsafe { self.device.record_event(*event, stream) } {
+        match unsafe { self.record_event(*event, stream) } {
             Ok(()) => Ok(Mark(event)),
             Err(e) => {
                 *spare = Some(event);
@@ -198,7 +299,7 @@ impl<D: Device> DeviceState<D> {
         if spare.is_none() {
             *spare = Some(match self.spare().pop() {
                 Some(event) => event,
-                None => Arc::new(self.device.create_sync_event()?),
+                None => Arc::new(self.create_sync_event()?),
             });
         }
         Ok(())
@@ -238,9 +339,7 @@ impl<D: Device> DeviceState<D> {
 
     /// Gives up one clone of a mark; the last one makes its event spare.
     pub(crate) fn recycle(&self, mark: Mark) {
-        if let Some(event) = mark.into_spare() {
-            self.spare().push(event);
-        }
+        self.core.recycle(mark);
     }
 
     /// Makes a spare event the device's: a stream's, when the stream goes,
@@ -262,7 +361,7 @@ impl<D: Device> DeviceState<D> {
         if pending.is_empty() {
             // Never used by queued work: freed at once, without the list.
             // SAFETY: the caller gives the allocation up and nothing uses it.
-            let _ = unsafe { self.device.free(alloc) };
+            let _ = unsafe { self.free(alloc) };
         } else {
             let mut retired = self.lock();
             retired.push(Retired { alloc, pending });
@@ -276,12 +375,22 @@ impl<D: Device> DeviceState<D> {
     pub(crate) fn settle(&self, pending: &mut Pending) {
         let mut at = 0;
         while at < pending.len() {
-            // SAFETY: marks are live events of this device (type invariant).
-            if matches!(unsafe { self.device.query_event(pending[at].1.id()) }, Ok(true)) {
-                self.recycle(pending.swap_remove(at).1);
+            let used = &pending[at];
+            // SAFETY: marks are live events of their owners (type invariant).
+            if matches!(used.owner::<D>(self).map(|owner| unsafe { owner.query_event(used.mark.id()) }), Some(Ok(true)))
+            {
+                self.give_up(pending.swap_remove(at));
             } else {
                 at += 1;
             }
+        }
+    }
+
+    /// Gives up a pending use's mark, to its device.
+    pub(crate) fn give_up(&self, used: PendingUse) {
+        match &used.from {
+            None => self.recycle(used.mark),
+            Some(from) => recycle_foreign::<D>(from, used.mark),
         }
     }
 
@@ -312,7 +421,7 @@ impl<D: Device> DeviceState<D> {
             // SAFETY: every use of the allocation has completed and nobody
             // else holds its handle or a host reference (type invariant);
             // it left the list above, so it is freed once.
-            let _ = unsafe { self.device.free(alloc) };
+            let _ = unsafe { self.free(alloc) };
         }
     }
 
@@ -326,39 +435,58 @@ impl<D: Device> DeviceState<D> {
 impl<D: Device> Drop for DeviceState<D> {
     fn drop(&mut self) {
         self.waiter.shut_down();
-        for bridge in std::mem::take(self.bridges.get_mut().unwrap_or_else(PoisonError::into_inner)) {
-            let (id, spare) = bridge.into_parts();
-            self.keep_spare(spare);
-            // SAFETY: the bridge stream is this device's and nobody's any
-            // more; its queued work still runs.
-            let _ = unsafe { self.device.destroy_stream(id) };
-        }
         // Idle cached blocks are freed now; the others join the retired ones.
         for kind in [MemoryKind::Device, MemoryKind::Pinned] {
             self.cache.trim(self, kind);
         }
         self.reap();
-        let spare =
-            self.spare.iter_mut().flat_map(|s| std::mem::take(s.0.get_mut().unwrap_or_else(PoisonError::into_inner)));
-        for event in spare.collect::<Vec<_>>() {
-            // SAFETY: spare events are used by nobody (type invariant).
-            let _ = unsafe { self.device.destroy_event(*event) };
-        }
-        // What remains is in use by work the device has not finished: the
-        // backend's own drop waits for that work (after opening every gate)
-        // and releases it. Freeing it here could free memory in use.
-        // SAFETY: the device is taken once, here, and not used after.
-        let device = unsafe { ManuallyDrop::take(&mut self.device) };
-        if self.crossed.load(Ordering::Relaxed) {
-            // Its streams may wait on another device's work, which may wait
-            // on a gate this thread has yet to open: the drop must not
-            // block it (`dropping_a_device_with_peer_work_queued`). Where no
-            // thread can be started, the device is dropped here.
-            let _ = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || drop(device));
-        } else {
-            drop(device);
+        // What is still retired the backend's drop frees once its own
+        // streams are done. On a device whose memory other devices' work
+        // used (a peer copy's), that work may still use it: the retired
+        // allocations are then waited for, all uses, and freed, before the
+        // device goes. That wait may be for a gate this thread opens later,
+        // so it runs on its own thread, which holds the device until it is
+        // done. Where no thread can be started, it runs here.
+        let retired = std::mem::take(self.retired.get_mut().unwrap_or_else(PoisonError::into_inner));
+        if !retired.is_empty() && self.core.crossed.load(Ordering::Relaxed) {
+            let job = Arc::new(Mutex::new(Some((Arc::clone(&self.core), retired))));
+            let theirs = Arc::clone(&job);
+            let spawned = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || free_retired(&theirs));
+            if spawned.is_err() {
+                free_retired(&job);
+            }
         }
     }
+}
+
+/// A dropped device's retired allocations, with the device.
+type RetiredJob<D> = Mutex<Option<(Arc<Core<D>>, Vec<Retired>)>>;
+
+/// Waits for every use of the allocations in `job` (once, whoever calls
+/// first), gives their marks back, frees each allocation whose uses all
+/// completed (one whose wait failed is left to the backend's drop), and
+/// then lets go of the device.
+fn free_retired<D: Device>(job: &RetiredJob<D>) {
+    let Some((core, retired)) = job.lock().unwrap_or_else(PoisonError::into_inner).take() else { return };
+    for r in retired {
+        let mut done = true;
+        for used in r.pending {
+            // SAFETY: a live event of its owner (type invariant).
+            let waited = used.owner::<D>(&core).map(|owner| unsafe { owner.synchronize_event(used.mark.id()) });
+            done &= matches!(waited, Some(Ok(())));
+            match &used.from {
+                None => core.recycle(used.mark),
+                Some(from) => recycle_foreign::<D>(from, used.mark),
+            }
+        }
+        if done {
+            // SAFETY: every use of the allocation has completed, and nobody
+            // else holds it (type invariant); it left the list, so it is
+            // freed once.
+            let _ = unsafe { core.free(r.alloc) };
+        }
+    }
+    drop(core);
 }
 
 /// Errors unless `a` and `b` are the same device instance.
@@ -402,7 +530,7 @@ mod tests {
         let shared = DeviceState::new(HostDevice::new(), Ok(AllocatorOptions::for_backend(crate::Backend::Host)));
         let stream = shared.create_stream(StreamFlags::default()).unwrap_or_else(|e| panic!("{e}"));
         let spares =
-            |s: &DeviceState<HostDevice>| s.spare.iter().map(|l| l.0.lock().map_or(0, |v| v.len())).sum::<usize>();
+            |s: &DeviceState<HostDevice>| s.core.spare.iter().map(|l| l.0.lock().map_or(0, |v| v.len())).sum::<usize>();
         // Four holders per mark, on four threads released at once.
         const HOLDERS: usize = 4;
         for round in 0..1000 {

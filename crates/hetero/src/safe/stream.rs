@@ -34,10 +34,6 @@ pub struct Stream<D: Device = AnyDevice> {
     /// (`Stream::tracked`), for threads that share the stream; holds the
     /// stream's spare mark event.
     pub(crate) order: Mutex<Spare>,
-    /// Held while the stream lives: the bridges other devices keep for its
-    /// peer copies hold it weakly, so they can tell when it is gone
-    /// ([`super::peer::prune_bridges`]).
-    pub(crate) alive: Arc<()>,
 }
 
 impl<D: Device> std::fmt::Debug for Stream<D> {

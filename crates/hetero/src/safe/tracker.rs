@@ -23,6 +23,10 @@
 //! until they have all completed ([`super::state::DeviceState::retire`]), so no
 //! queued work can touch freed or host-borrowed memory, and no drop blocks.
 //!
+//! A peer copy stores its mark in the far buffer's tracker too: an event of
+//! the near device, with that device ([`Foreign`]); the far device's
+//! streams wait for it across devices, and the host on the near device.
+//!
 //! Threads: an operation locks its trackers for its waits, lets them go
 //! for the enqueue, and locks them again to store its mark
 //! (`Stream::tracked`); it skips the first lock when every use stored is
@@ -43,10 +47,10 @@ use crate::sync::{AtomicU64, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
 
-use super::marks::{Mark, Pending};
-use super::state::Recycler;
+use super::marks::{Foreign, Mark, Pending, PendingUse};
+use super::state::{Recycler, owner_of};
 use crate::device::{Device, EventId, StreamId};
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Whether an operation reads or writes the tracked memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +68,26 @@ struct Use {
     /// later work follows it without another wait (a driver call each,
     /// every operation, for a buffer that two streams take turns on).
     waited: Waited,
+    /// The device of `stream` and `mark`, when not the allocation's.
+    from: Option<Foreign>,
 }
 
 impl Use {
-    fn new(stream: StreamId, range: Range<usize>, mark: Mark) -> Self {
-        Self { stream, range, mark, waited: Waited::default() }
+    fn new(stream: StreamId, range: Range<usize>, mark: Mark, from: Option<Foreign>) -> Self {
+        Self { stream, range, mark, waited: Waited::default(), from }
+    }
+
+    /// The device whose event `mark` is: `own` (the allocation's), or the
+    /// foreign one.
+    fn owner<'d, D: Device>(&'d self, own: &'d D) -> Result<&'d D> {
+        owner_of(self.from.as_ref(), own).ok_or_else(|| {
+            Error::new(
+                own.info().backend,
+                "peer tracking",
+                ErrorKind::DeviceMismatch,
+                "a use stored by a device of another type (a defect of hetero)",
+            )
+        })
     }
 }
 
@@ -139,7 +158,8 @@ impl State {
             if keep(&list[k]) {
                 k += 1;
             } else {
-                recycler.give(list.swap_remove(k).mark);
+                let used = list.swap_remove(k);
+                recycler.give_from(used.mark, used.from.as_ref());
             }
         }
     }
@@ -147,22 +167,26 @@ impl State {
     /// Drops the entries whose work has completed (an entry whose query
     /// fails stays: a wait on it reports the error).
     fn prune<D: Device>(&mut self, recycler: &mut Recycler<'_, D>) {
-        let shared = recycler.shared;
+        let shared: &D = recycler.shared;
         for list in [&mut self.writes, &mut self.reads] {
-            // SAFETY: a live event of this device (type invariant).
-            Self::remove(list, recycler, |u| !unsafe { shared.query_event(u.mark.id()) }.unwrap_or(false));
+            Self::remove(list, recycler, |u| {
+                // SAFETY: a live event of its owner (type invariant).
+                !u.owner(shared).and_then(|owner| unsafe { owner.query_event(u.mark.id()) }).unwrap_or(false)
+            });
         }
     }
 }
 
 /// The marks of one allocation's pending uses.
 ///
-/// Invariant: every mark in it was recorded by the device that owns the
-/// allocation, after the use it stands for; every pending use of a byte is
-/// stored, or ordered before a stored use of that byte that covers it.
-/// Marks it no longer needs go back to that device's [`DeviceState`]
-/// ([`DeviceState::recycle`]); [`Tracker::into_marks`] hands the rest over when
-/// the allocation is retired.
+/// Invariant: every mark in it was recorded after the use it stands for,
+/// by the stream stored with it, of the device that owns the allocation
+/// or, for a peer copy's use, of the [`Foreign`] device stored with it
+/// (whose `Core` the entry holds, so the event stays valid); every pending
+/// use of a byte is stored, or ordered before a stored use of that byte
+/// that covers it. Marks it no longer needs go back to their device
+/// ([`DeviceState::recycle`]); [`Tracker::into_marks`] hands the rest over
+/// when the allocation is retired.
 #[derive(Default)]
 pub(crate) struct Tracker {
     state: Mutex<State>,
@@ -266,30 +290,48 @@ impl<'a> Held<'a> {
     /// that is over, also by its stream's fault, changed nothing, and
     /// waiting on a faulted stream's mark would fail this stream too.
     pub(crate) fn before<D: Device>(&mut self, device: &D, stream: StreamId) -> Result<()> {
-        self.before_with(device, stream, |event| {
-            // SAFETY: a live event of this device (type invariant); the
-            // stream belongs to the caller.
-            unsafe { device.stream_wait_event(stream, event) }
+        self.before_on(device, stream, device)
+    }
+
+    /// As [`Held::before`], for uses of allocations of `owner` by a stream
+    /// of `device` (the far buffer of a peer copy). Marks of a device other
+    /// than `device` are waited for across devices
+    /// ([`Device::stream_wait_peer_event`]). Stream ids are unique in the
+    /// process, so another device's stream never matches a stored one. A
+    /// stream already made to wait for a mark is not made to wait again.
+    pub(crate) fn before_on<D: Device>(&mut self, device: &D, stream: StreamId, owner: &D) -> Result<()> {
+        self.before_with(owner, stream, |of, event, settled| {
+            // SAFETY: a live event of `of` (the tracker's invariant); the
+            // stream is the caller's, of `device`.
+            unsafe {
+                if std::ptr::eq(of, device) {
+                    device.stream_wait_event(stream, event)
+                } else if settled {
+                    device.stream_wait_peer_settled(stream, of.as_peer(), event)
+                } else {
+                    device.stream_wait_peer_event(stream, of.as_peer(), event)
+                }
+            }
         })
     }
 
-    /// As [`Held::before`], for uses whose marks are events of `owner`,
-    /// waited for by `wait`: a stream of another device waits with
-    /// [`Device::stream_wait_peer_event`]. Stream ids are unique in the
-    /// process, so another device's stream never matches a stored one.
-    /// A stream already made to wait for a mark is not made to wait again.
+    /// The waits of [`Held::before_on`], made by `wait` (given the mark's
+    /// device and event, and whether a failure of its stream must not fail
+    /// the waiter: another device's read, which is over when its stream
+    /// fails, as a failed read of one device is:
+    /// `a_failed_far_read_leaves_the_far_buffer_usable`).
     pub(crate) fn before_with<D: Device>(
         &mut self,
         owner: &D,
         stream: StreamId,
-        mut wait: impl FnMut(EventId) -> Result<()>,
+        mut wait: impl FnMut(&D, EventId, bool) -> Result<()>,
     ) -> Result<()> {
         let Self { uses, guards } = self;
         for (guard, range, access) in guard_indices(uses) {
             let state = &mut *guards[guard];
             for used in &mut state.writes {
                 if used.stream != stream && overlaps(&used.range, range) && !used.waited.has(stream) {
-                    wait(used.mark.id())?;
+                    wait(used.owner(owner)?, used.mark.id(), false)?;
                     used.waited.add(stream);
                 }
             }
@@ -300,7 +342,7 @@ impl<'a> Held<'a> {
                         && !used.waited.has(stream)
                         && !read_is_over(owner, used)?
                     {
-                        wait(used.mark.id())?;
+                        wait(used.owner(owner)?, used.mark.id(), used.from.is_some())?;
                         used.waited.add(stream);
                     }
                 }
@@ -313,6 +355,18 @@ impl<'a> Held<'a> {
     /// there by `mark` (one mark serves every range it uses). Marks it
     /// replaces go to `recycler`.
     pub(crate) fn after<D: Device>(&mut self, recycler: &mut Recycler<'_, D>, stream: StreamId, mark: Mark) {
+        self.after_on(recycler, stream, mark, None);
+    }
+
+    /// As [`Held::after`], for uses by a stream of another device, `from`
+    /// (whose event `mark` is): the far buffer of a peer copy.
+    pub(crate) fn after_on<D: Device>(
+        &mut self,
+        recycler: &mut Recycler<'_, D>,
+        stream: StreamId,
+        mark: Mark,
+        from: Option<&Foreign>,
+    ) {
         // The last use takes the mark itself, the others a clone: every
         // clone made or given up is an atomic write.
         let last = self.uses.len().saturating_sub(1);
@@ -333,14 +387,15 @@ impl<'a> Held<'a> {
             // One entry per stream and kind: a later use on the same
             // stream completes after the earlier one, so its mark with
             // the union's hull stands for both (waiters may wait a
-            // little more than they must, never less).
+            // little more than they must, never less). A stream's uses are
+            // all of its own device, so `from` is the entry's too.
             match list.iter_mut().find(|u| u.stream == stream) {
                 Some(entry) => {
                     entry.range = entry.range.start.min(range.start)..entry.range.end.max(range.end);
-                    recycler.give(std::mem::replace(&mut entry.mark, mark));
+                    recycler.give_from(std::mem::replace(&mut entry.mark, mark), entry.from.as_ref());
                     entry.waited = Waited::default();
                 }
-                None => list.push(Use::new(stream, range.clone(), mark)),
+                None => list.push(Use::new(stream, range.clone(), mark, from.cloned())),
             }
             if list.len() > PRUNE_ABOVE {
                 state.prune(recycler);
@@ -352,7 +407,7 @@ impl<'a> Held<'a> {
         }
         // The mark itself when the operation used no memory.
         if let Some(mark) = mark {
-            recycler.give(mark);
+            recycler.give_from(mark, from);
         }
     }
 }
@@ -368,10 +423,11 @@ fn read_settled<T>(result: Result<T>, over: T) -> Result<T> {
     }
 }
 
-/// Whether a read's mark has completed, or failed with its stream's fault.
-fn read_is_over<D: Device>(device: &D, used: &Use) -> Result<bool> {
-    // SAFETY: a live event of this device (type invariant).
-    read_settled(unsafe { device.query_event(used.mark.id()) }, true)
+/// Whether a read's mark (of `own`, the allocation's device, or of its
+/// foreign one) has completed, or failed with its stream's fault.
+fn read_is_over<D: Device>(own: &D, used: &Use) -> Result<bool> {
+    // SAFETY: a live event of its owner (type invariant).
+    read_settled(unsafe { used.owner(own)?.query_event(used.mark.id()) }, true)
 }
 
 impl Tracker {
@@ -385,12 +441,12 @@ impl Tracker {
     pub(crate) fn wait_host<D: Device>(&self, device: &D) -> Result<()> {
         let state = self.lock();
         for used in &state.writes {
-            // SAFETY: a live event of this device (type invariant).
-            unsafe { device.synchronize_event(used.mark.id())? };
+            // SAFETY: a live event of its owner (type invariant).
+            unsafe { used.owner(device)?.synchronize_event(used.mark.id())? };
         }
         for used in &state.reads {
             // SAFETY: as above.
-            read_settled(unsafe { device.synchronize_event(used.mark.id()) }, ())?;
+            read_settled(unsafe { used.owner(device)?.synchronize_event(used.mark.id()) }, ())?;
         }
         Ok(())
     }
@@ -399,8 +455,8 @@ impl Tracker {
     pub(crate) fn is_idle<D: Device>(&self, device: &D) -> Result<bool> {
         let state = self.lock();
         for used in &state.writes {
-            // SAFETY: a live event of this device (type invariant).
-            if !unsafe { device.query_event(used.mark.id())? } {
+            // SAFETY: a live event of its owner (type invariant).
+            if !unsafe { used.owner(device)?.query_event(used.mark.id())? } {
                 return Ok(false);
             }
         }
@@ -413,26 +469,33 @@ impl Tracker {
     }
 
     /// A tracker for a reused allocation whose earlier uses, each on its
-    /// stream, may be pending: they count as writes of every byte, so any
-    /// use on another stream (and the host) waits for them.
+    /// stream (of the allocation's device, or of its foreign one), may be
+    /// pending: they count as writes of every byte, so any use on another
+    /// stream (and the host) waits for them.
     pub(crate) fn inheriting(marks: Pending) -> Self {
         if marks.is_empty() {
             // A fresh allocation: no list to build (every allocation comes here).
             return Self::default();
         }
-        let writes = marks.into_iter().map(|(stream, mark)| Use::new(stream, 0..usize::MAX, mark)).collect();
+        let writes = marks.into_iter().map(|u| Use::new(u.stream, 0..usize::MAX, u.mark, u.from)).collect();
         let state = State { writes, reads: Vec::new() };
         Self { streams: AtomicU64::new(state.streams()), state: Mutex::new(state) }
     }
 
-    /// Gives up the marks of every possibly pending use, each with its stream.
+    /// Gives up the marks of every possibly pending use, each with its
+    /// stream and, for another device's use, that device.
     pub(crate) fn into_marks(self) -> Pending {
         let state = self.state.into_inner().unwrap_or_else(PoisonError::into_inner);
         if state.writes.is_empty() && state.reads.is_empty() {
             // Never used by queued work (every free of an unused buffer comes here).
             return Pending::new();
         }
-        state.writes.into_iter().chain(state.reads).map(|u| (u.stream, u.mark)).collect()
+        state
+            .writes
+            .into_iter()
+            .chain(state.reads)
+            .map(|u| PendingUse { stream: u.stream, mark: u.mark, from: u.from })
+            .collect()
     }
 }
 
@@ -562,7 +625,7 @@ mod tests {
             held.add(&tracker, 0..4, Access::Read);
             held.lock();
             let mut count = 0;
-            held.before_with(&**shared, stream, |_| {
+            held.before_with(&**shared, stream, |_, _, _| {
                 count += 1;
                 Ok(())
             })

@@ -346,10 +346,12 @@ pub fn a_far_buffer_dropped_under_a_held_copy_is_not_reused(a: &Context, b: &Con
 }
 
 /// A far buffer that only a faulted stream read stays usable on its own
-/// device. The bridge's mark of the far read took on the near stream's
-/// fault: a later write of the far buffer on a healthy far stream waited
-/// for it and failed with that fault (4 to 20 times in 20, by load), and
-/// the buffer could never be read again. Host only: it faults on demand.
+/// device. When a bridge stream of the far device marked the far read,
+/// that mark took on the near stream's fault: a later write of the far
+/// buffer on a healthy far stream waited for it and failed with that fault
+/// (4 to 20 times in 20, by load), and the buffer could never be read
+/// again. The far tracker now holds the near read's own mark, which a far
+/// write waits for only while it may run. Host only: it faults on demand.
 pub fn a_failed_far_read_leaves_the_far_buffer_usable(a: &Context, b: &Context) {
     if a.info().backend != hetero::Backend::Host {
         return;
