@@ -71,6 +71,15 @@ impl<D: Device> Core<D> {
             self.spare().push(event);
         }
     }
+
+    /// Gives up a pending use's mark, to its device: this one, or the
+    /// foreign one it names.
+    fn give_up(&self, used: PendingUse) {
+        match &used.from {
+            None => self.recycle(used.mark),
+            Some(from) => recycle_foreign::<D>(from, used.mark),
+        }
+    }
 }
 
 impl<D: Device> Drop for Core<D> {
@@ -379,18 +388,10 @@ impl<D: Device> DeviceState<D> {
             // SAFETY: marks are live events of their owners (type invariant).
             if matches!(used.owner::<D>(self).map(|owner| unsafe { owner.query_event(used.mark.id()) }), Some(Ok(true)))
             {
-                self.give_up(pending.swap_remove(at));
+                self.core.give_up(pending.swap_remove(at));
             } else {
                 at += 1;
             }
-        }
-    }
-
-    /// Gives up a pending use's mark, to its device.
-    pub(crate) fn give_up(&self, used: PendingUse) {
-        match &used.from {
-            None => self.recycle(used.mark),
-            Some(from) => recycle_foreign::<D>(from, used.mark),
         }
     }
 
@@ -474,10 +475,7 @@ fn free_retired<D: Device>(job: &RetiredJob<D>) {
             // SAFETY: a live event of its owner (type invariant).
             let waited = used.owner::<D>(&core).map(|owner| unsafe { owner.synchronize_event(used.mark.id()) });
             done &= matches!(waited, Some(Ok(())));
-            match &used.from {
-                None => core.recycle(used.mark),
-                Some(from) => recycle_foreign::<D>(from, used.mark),
-            }
+            core.give_up(used);
         }
         if done {
             // SAFETY: every use of the allocation has completed, and nobody
