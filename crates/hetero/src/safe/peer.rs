@@ -59,9 +59,9 @@ impl<D: Device> Stream<D> {
     ///
     /// The copy is ordered on this stream, and waits for queued writes to
     /// the source (and, for the destination, for its queued uses) on
-    /// either device; both buffers stay tracked by their own devices until
-    /// it completes, so no free, reuse or host access of either can
-    /// overtake it (see the module doc).
+    /// either device; both buffers' trackers hold the copy's mark until it
+    /// completes, so no free, reuse or host access of either can overtake
+    /// it (see the module doc).
     pub fn copy_peer<'s, 'd, T: Pod>(
         &self,
         src: impl Into<Slice<'s, T, OnDevice, D>>,

@@ -166,7 +166,7 @@ impl<D: Device> Recycler<'_, D> {
 }
 
 /// Gives up one clone of a mark of the foreign device `from`.
-pub(crate) fn recycle_foreign<D: Device>(from: &Foreign, mark: Mark) {
+fn recycle_foreign<D: Device>(from: &Foreign, mark: Mark) {
     // Of another type (impossible): the event is dropped, not reused, and
     // released with its device.
     if let Some(core) = from.core::<D>() {
@@ -386,8 +386,8 @@ impl<D: Device> DeviceState<D> {
         while at < pending.len() {
             let used = &pending[at];
             // SAFETY: marks are live events of their owners (type invariant).
-            if matches!(used.owner::<D>(self).map(|owner| unsafe { owner.query_event(used.mark.id()) }), Some(Ok(true)))
-            {
+            let done = used.owner::<D>(self).map(|owner| unsafe { owner.query_event(used.mark.id()) });
+            if matches!(done, Some(Ok(true))) {
                 self.core.give_up(pending.swap_remove(at));
             } else {
                 at += 1;

@@ -320,7 +320,7 @@ impl<'a> Held<'a> {
     /// the waiter: another device's read, which is over when its stream
     /// fails, as a failed read of one device is:
     /// `a_failed_far_read_leaves_the_far_buffer_usable`).
-    pub(crate) fn before_with<D: Device>(
+    fn before_with<D: Device>(
         &mut self,
         owner: &D,
         stream: StreamId,
