@@ -146,7 +146,7 @@ impl<D: Device> Context<D> {
 
     /// A new host-completed gate event.
     pub fn user_event(&self) -> Result<UserEvent<D>> {
-        Ok(UserEvent { device: Arc::clone(&self.device), id: self.device.create_user_event()? })
+        Ok(UserEvent::new(Arc::clone(&self.device), self.device.create_user_event()?))
     }
 
     /// Uninitialised-by-contract device memory for `len` elements (its

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::completion::Completion;
+use super::gates;
 use super::state::DeviceState;
 use super::state::same_device;
 use crate::AnyDevice;
@@ -82,6 +83,8 @@ impl<D: Device> Drop for Event<D> {
 pub struct UserEvent<D: Device = AnyDevice> {
     pub(crate) device: Arc<DeviceState<D>>,
     pub(crate) id: EventId,
+    /// Completed or released: no longer counted as closed ([`super::gates`]).
+    opened: AtomicBool,
 }
 
 impl<D: Device> std::fmt::Debug for UserEvent<D> {
@@ -91,10 +94,25 @@ impl<D: Device> std::fmt::Debug for UserEvent<D> {
 }
 
 impl<D: Device> UserEvent<D> {
+    /// A gate of `device`'s event `id`, counted as closed.
+    pub(crate) fn new(device: Arc<DeviceState<D>>, id: EventId) -> Self {
+        gates::closed();
+        Self { device, id, opened: AtomicBool::new(false) }
+    }
+
+    /// Stops counting the gate as closed, once.
+    fn uncount(&self) {
+        if !self.opened.swap(true, Ordering::SeqCst) {
+            gates::opened();
+        }
+    }
+
     /// Releases every stream waiting on the gate.
     pub fn complete(&self) -> Result<()> {
         // SAFETY: the event is owned by self.
-        unsafe { self.device.complete_user_event(self.id) }
+        unsafe { self.device.complete_user_event(self.id) }?;
+        self.uncount();
+        Ok(())
     }
 
     /// `true` once completed.
@@ -106,8 +124,13 @@ impl<D: Device> UserEvent<D> {
 
 impl<D: Device> Drop for UserEvent<D> {
     fn drop(&mut self) {
+        // Releasing a gate opens it (the `Device` contract); one whose
+        // release failed stays counted: it may hold streams until its
+        // device goes.
         // SAFETY: the event is owned by self and used by nobody after this.
-        let _ = unsafe { self.device.destroy_event(self.id) };
+        if unsafe { self.device.destroy_event(self.id) }.is_ok() {
+            self.uncount();
+        }
     }
 }
 

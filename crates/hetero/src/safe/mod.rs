@@ -64,6 +64,7 @@ mod completion;
 mod context;
 mod event;
 mod foreign;
+mod gates;
 mod graph;
 mod marks;
 mod module;

@@ -10,7 +10,8 @@
 //! to the backend, whose drop opens every gate and releases what remains
 //! once the device's work has finished (see the `Device` contract); an
 //! allocation that another device's work still uses (a peer copy's) is
-//! first waited for, off the dropping thread.
+//! first waited for: off the dropping thread while a gate is closed
+//! anywhere, as the wait may be for it; else before the drop returns.
 //!
 //! The device itself, with its spare marks, is held apart ([`Core`]): other
 //! devices' trackers hold it for the marks they keep of it, so that its
@@ -25,6 +26,7 @@ use crate::sync::{AtomicBool, AtomicUsize, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::cache::{AllocatorOptions, Cache, MemoryKind};
+use super::gates;
 use super::marks::{Foreign, Mark, Pending, PendingUse, Spare};
 use super::waiter::Waiter;
 use crate::device::{AllocId, Device, EventId, StreamId};
@@ -37,7 +39,8 @@ use crate::shard::{self, Sharded};
 /// Invariant: every spare event belongs to `device` and is used by nobody.
 pub(crate) struct Core<D: Device> {
     /// Dropped last, by [`Core`]'s drop: on its own thread when the
-    /// device's streams may wait on another device ([`Self::crossed`]).
+    /// device's streams may wait on another device ([`Self::crossed`])
+    /// while a gate is closed.
     device: ManuallyDrop<D>,
     /// Whether a stream of this device was made to wait on another
     /// device's event (a peer copy or wait), or its buffers were used by
@@ -95,11 +98,15 @@ impl<D: Device> Drop for Core<D> {
         // and releases it. Freeing it here could free memory in use.
         // SAFETY: the device is taken once, here, and not used after.
         let device = unsafe { ManuallyDrop::take(&mut self.device) };
-        if self.crossed.load(Ordering::Relaxed) {
+        if self.crossed.load(Ordering::Relaxed) && gates::any_closed() {
             // Its streams may wait on another device's work, which may wait
             // on a gate this thread has yet to open: the drop must not
             // block it (`dropping_a_device_with_peer_work_queued`). Where no
-            // thread can be started, the device is dropped here.
+            // thread can be started, the device is dropped here. With no
+            // gate closed, all that work ends by itself, and the device is
+            // released before this drop returns: a process that exits next
+            // does not tear its runtime down under a thread still calling
+            // it (`a_process_exits_cleanly_after_dropping_devices_that_copied`).
             let _ = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || drop(device));
         } else {
             drop(device);
@@ -446,14 +453,16 @@ impl<D: Device> Drop for DeviceState<D> {
         // used (a peer copy's), that work may still use it: the retired
         // allocations are then waited for, all uses, and freed, before the
         // device goes. That wait may be for a gate this thread opens later,
-        // so it runs on its own thread, which holds the device until it is
-        // done. Where no thread can be started, it runs here.
+        // so while a gate is closed it runs on its own thread, which holds
+        // the device until it is done; else, or where no thread can be
+        // started, it runs here.
         let retired = std::mem::take(self.retired.get_mut().unwrap_or_else(PoisonError::into_inner));
         if !retired.is_empty() && self.core.crossed.load(Ordering::Relaxed) {
             let job = Arc::new(Mutex::new(Some((Arc::clone(&self.core), retired))));
             let theirs = Arc::clone(&job);
-            let spawned = std::thread::Builder::new().name("hetero-drop".into()).spawn(move || free_retired(&theirs));
-            if spawned.is_err() {
+            let spawned = gates::any_closed()
+                && std::thread::Builder::new().name("hetero-drop".into()).spawn(move || free_retired(&theirs)).is_ok();
+            if !spawned {
                 free_retired(&job);
             }
         }
