@@ -75,6 +75,14 @@ impl<D: Device> Core<D> {
         }
     }
 
+    /// Whether releasing the device, or waiting for its retired
+    /// allocations' uses, must leave the dropping thread: its streams may
+    /// wait on another device's work ([`Self::crossed`]) while a gate the
+    /// dropping thread opens later is closed ([`gates`]).
+    fn release_off_thread(&self) -> bool {
+        self.crossed.load(Ordering::Relaxed) && gates::any_closed()
+    }
+
     /// Gives up a pending use's mark, to its device: this one, or the
     /// foreign one it names.
     fn give_up(&self, used: PendingUse) {
@@ -98,7 +106,7 @@ impl<D: Device> Drop for Core<D> {
         // and releases it. Freeing it here could free memory in use.
         // SAFETY: the device is taken once, here, and not used after.
         let device = unsafe { ManuallyDrop::take(&mut self.device) };
-        if self.crossed.load(Ordering::Relaxed) && gates::any_closed() {
+        if self.release_off_thread() {
             // Its streams may wait on another device's work, which may wait
             // on a gate this thread has yet to open: the drop must not
             // block it (`dropping_a_device_with_peer_work_queued`). Where no
@@ -460,7 +468,7 @@ impl<D: Device> Drop for DeviceState<D> {
         if !retired.is_empty() && self.core.crossed.load(Ordering::Relaxed) {
             let job = Arc::new(Mutex::new(Some((Arc::clone(&self.core), retired))));
             let theirs = Arc::clone(&job);
-            let spawned = gates::any_closed()
+            let spawned = self.core.release_off_thread()
                 && std::thread::Builder::new().name("hetero-drop".into()).spawn(move || free_retired(&theirs)).is_ok();
             if !spawned {
                 free_retired(&job);
