@@ -26,6 +26,9 @@ done
 mkdir -p "$work/icd"
 if [ -n "$driver" ]; then echo "$driver" > "$work/icd/nvidia.icd"; fi
 export OCL_ICD_VENDORS="$work/icd"
+# Only NVIDIA's driver: an image that lists others in OCL_ICD_FILENAMES
+# (one listed PoCL first) would make "opencl" the CPU.
+unset OCL_ICD_FILENAMES
 echo "OpenCL driver: ${driver:-not found}"
 
 # HIP: build the HIP-on-NVIDIA harness and point the hip backend at it.

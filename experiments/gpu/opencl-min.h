@@ -1,5 +1,5 @@
 /* The few OpenCL declarations the raw experiment programs need (opencl-overlap.c,
- * opencl-wave.c), written out so that they build without OpenCL headers, and
+ * opencl-wave.c, opencl-subbuf.c), written out so that they build without OpenCL headers, and
  * their helpers: exit on a failed call, a millisecond host clock, the
  * device to use, and building one kernel. */
 #ifndef OPENCL_MIN_H
@@ -33,6 +33,7 @@ typedef void *cl_platform_id, *cl_device_id, *cl_context, *cl_command_queue, *cl
 #define CL_COMPLETE 0
 #define CL_PROFILING_COMMAND_START 0x1282
 #define CL_PROFILING_COMMAND_END 0x1283
+#define CL_BUFFER_CREATE_TYPE_REGION 0x1220
 
 extern cl_int clGetPlatformIDs(cl_uint, cl_platform_id *, cl_uint *);
 extern cl_int clGetPlatformInfo(cl_platform_id, cl_uint, size_t, void *, size_t *);
@@ -50,6 +51,10 @@ extern cl_int clEnqueueNDRangeKernel(cl_command_queue, cl_kernel, cl_uint, const
                                      const size_t *, cl_uint, const cl_event *, cl_event *);
 extern cl_int clEnqueueReadBuffer(cl_command_queue, cl_mem, cl_uint, size_t, size_t, void *, cl_uint,
                                   const cl_event *, cl_event *);
+extern cl_int clEnqueueWriteBuffer(cl_command_queue, cl_mem, cl_uint, size_t, size_t, const void *, cl_uint,
+                                   const cl_event *, cl_event *);
+extern cl_int clEnqueueCopyBuffer(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, cl_uint, const cl_event *,
+                                  cl_event *);
 extern cl_int clEnqueueFillBuffer(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, cl_uint,
                                   const cl_event *, cl_event *);
 extern cl_int clEnqueueMarkerWithWaitList(cl_command_queue, cl_uint, const cl_event *, cl_event *);
@@ -61,6 +66,12 @@ extern cl_int clWaitForEvents(cl_uint, const cl_event *);
 extern cl_int clGetEventInfo(cl_event, cl_uint, size_t, void *, size_t *);
 extern cl_int clGetEventProfilingInfo(cl_event, cl_uint, size_t, void *, size_t *);
 extern cl_int clReleaseEvent(cl_event);
+extern cl_mem clCreateSubBuffer(cl_mem, cl_bitfield, cl_uint, const void *, cl_int *);
+extern cl_int clReleaseMemObject(cl_mem);
+extern cl_int clReleaseKernel(cl_kernel);
+extern cl_int clReleaseProgram(cl_program);
+extern cl_int clReleaseCommandQueue(cl_command_queue);
+extern cl_int clReleaseContext(cl_context);
 
 static void check(cl_int status, const char *call) {
   if (status != 0) {

@@ -93,6 +93,7 @@ macro_rules! backend_tests {
             #[case::kernel_limits(limits::kernels_run_at_the_block_size_their_limits_allow)]
             #[case::events_before_synchronize(limits::events_before_a_synchronize_have_completed)]
             #[case::offset_arguments(semantics::arguments_at_offsets_outlive_their_queued_launches)]
+            #[case::overlapping_offsets(semantics::arguments_at_overlapping_offsets_are_released_safely)]
             #[case::graph_replays(graphs::replays_run_the_recorded_work_with_changed_arguments)]
             #[case::graph_streams(graphs::graph_streams_are_ordered_by_graph_events)]
             #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]

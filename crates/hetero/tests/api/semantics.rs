@@ -787,6 +787,40 @@ pub fn arguments_at_offsets_outlive_their_queued_launches(ctx: &Context) {
     }
 }
 
+/// Regression: a buffer's sub-buffers (its kernel arguments at offsets)
+/// were released oldest first when it was freed, which crashed NVIDIA's
+/// OpenCL driver (a null dereference in `clReleaseMemObject`) where a later
+/// sub-buffer overlapping an earlier one was made after the earlier one had
+/// run a kernel: scans of slices at random offsets in `stress --mix
+/// algorithms`. Each launch here runs before the next offset is used; the
+/// buffer is then freed for good and the device is used again.
+pub fn arguments_at_overlapping_offsets_are_released_safely(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    // 1 KiB apart: every device's sub-buffer alignment divides it. Each
+    // range runs from its offset to the end, so the sub-buffers overlap.
+    let (part, parts) = (256usize, 4usize);
+    let mut x = stream.upload(&vec![1u32; part * parts]).unwrap();
+    let threads = kernel.block_size(BlockRequest::new(64));
+    for k in 0..parts {
+        let n = part * (parts - k);
+        let xs = x.slice_mut(k * part..).unwrap();
+        let config = LaunchConfig::covering([n as u32, 1, 1], [threads, 1, 1], 0);
+        // SAFETY: affine_u32 touches x[k * part..), within x.
+        unsafe { stream.launch(&kernel, config, &[(&xs).into(), (n as u32).into(), 1u32.into(), 1u32.into()]) }
+            .unwrap();
+        stream.synchronize().unwrap();
+    }
+    let got = stream.download(&x).unwrap();
+    for k in 0..parts {
+        assert!(got[k * part..(k + 1) * part].iter().all(|&v| v == 1 + k as u32 + 1), "part {k}");
+    }
+    drop(x);
+    stream.synchronize().unwrap();
+    ctx.trim();
+    assert_eq!(stream.download(&stream.upload(&[7u32; 4]).unwrap()).unwrap(), [7; 4]);
+}
+
 /// Gates made one after another, each destroyed before the next is made
 /// (CUDA and HIP reuse a destroyed gate's word for the next gate): a new
 /// gate holds its stream until it is opened, and a stream that waited on

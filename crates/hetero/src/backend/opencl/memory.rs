@@ -38,7 +38,11 @@ pub(super) struct ClMemory {
     /// OpenCL driver (580, H100: in clReleaseMemObject, the kernel not yet
     /// flushed), though OpenCL keeps a memory object alive for its queued
     /// commands. The buffer outlives every command that uses it (the
-    /// trait's contract), so these do too.
+    /// trait's contract), so these do too. They are released newest first:
+    /// releasing one before a later one that overlaps it, made after the
+    /// earlier one had run a kernel and used since, crashed NVIDIA's driver
+    /// too (580, H200: a null dereference in clReleaseMemObject;
+    /// `experiments/gpu/opencl-subbuf.c` shows it without hetero).
     subs: Mutex<Vec<(usize, cl_mem)>>,
     /// Where another library made the buffer: what runs once this
     /// reference is released (after `mem`, by field order).
@@ -200,7 +204,8 @@ impl Drop for ClMemory {
             }
             let _ = queue.finish();
         }
-        for (_, sub) in self.subs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+        let subs = self.subs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (_, sub) in subs.drain(..).rev() {
             // SAFETY: made by sub_buffer, released once; no command uses
             // the buffer any more (the Device contract).
             let _ = unsafe { release_mem_object(sub) };
