@@ -107,6 +107,11 @@ pub struct Cli {
     /// Wave steps between snapshots (default: by size).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
     pub snapshot_every: Option<u32>,
+    /// Wave variants to run, comma-separated (default: all). `sync` always runs, as the others'
+    /// baseline; `balanced` names the four balanced variants. Fewer variants let a run at size
+    /// large on many devices (each runs the one-device variants) fit a time limit.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub wave_variants: Vec<crate::WaveVariant>,
 }
 
 /// The report files a run writes, each optional: one flattened group of

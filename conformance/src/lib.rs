@@ -32,4 +32,4 @@ pub mod trace;
 pub mod workloads;
 
 pub use run::{Baseline, Selection, run_device};
-pub use workloads::{Size, Tuning, Workload};
+pub use workloads::{Size, Tuning, WaveVariant, Workload};

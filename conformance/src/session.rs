@@ -20,6 +20,7 @@ pub fn tuning(cli: &Cli) -> crate::Tuning {
         wave_grid: cli.wave_grid.map(|n| n as usize),
         wave_snapshot_every: cli.snapshot_every.map(|n| n as usize),
         deterministic: cli.deterministic,
+        wave_variants: cli.wave_variants.clone(),
     }
 }
 

@@ -837,6 +837,44 @@ fn every_device_of_a_backend_runs() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// `--wave-variants` runs the variants named, and `sync` (the others'
+/// baseline), on every device, so that a run at size large on many devices
+/// fits a time limit; a name it does not know exits 2, naming it.
+#[test]
+fn wave_variants_choose_what_runs() {
+    let dir = scratch("wave-variants");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let args = [
+        "--backend",
+        "host",
+        "--device",
+        "all",
+        "--workload",
+        "wave",
+        "--wave-variants",
+        "graph,split-overlap",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let out = conform_with_host_devices("2", &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let variants = |run: usize| -> Vec<String> {
+        report["runs"][run]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["variant"].as_str().unwrap().into())
+            .collect()
+    };
+    assert_eq!(variants(0), ["sync", "graph", "split-overlap"]);
+    assert_eq!(variants(1), ["sync", "graph"]);
+    let out = conform(&["--backend", "host", "--workload", "wave", "--wave-variants", "graph,nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
+}
+
 /// Bad device lists and host-device counts exit 2 naming the value and the
 /// devices there are; existing reports stay as they were.
 #[rstest::rstest]

@@ -124,6 +124,34 @@ pub struct Tuning {
     /// order, and only the variants whose outputs are the same bits on
     /// every backend and device.
     pub deterministic: bool,
+    /// The wave variants to run; empty runs every one ([`Tuning::runs_wave`]).
+    pub wave_variants: Vec<WaveVariant>,
+}
+
+/// A wave variant, or a group of them, that `conform --wave-variants` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaveVariant {
+    /// One stream (always run: the baseline of the others).
+    Sync,
+    /// Two streams ordered by host synchronisation.
+    StreamSync,
+    /// Two streams ordered by device events.
+    EventSync,
+    /// Intervals recorded as a graph.
+    Graph,
+    /// The split across devices, halos exchanged between rounds.
+    SplitSync,
+    /// The split across devices, halos exchanged under the interior.
+    SplitOverlap,
+    /// The four variants again at a snapshot interval balanced per device.
+    Balanced,
+}
+
+impl Tuning {
+    /// Whether `variant` runs: every one when none is named, `sync` always.
+    pub fn runs_wave(&self, variant: WaveVariant) -> bool {
+        self.wave_variants.is_empty() || variant == WaveVariant::Sync || self.wave_variants.contains(&variant)
+    }
 }
 
 impl Default for Tuning {
@@ -137,6 +165,7 @@ impl Default for Tuning {
             wave_grid: None,
             wave_snapshot_every: None,
             deterministic: false,
+            wave_variants: Vec::new(),
         }
     }
 }

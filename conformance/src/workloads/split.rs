@@ -96,6 +96,14 @@ impl Split {
             Split::Overlap => "split-overlap",
         }
     }
+
+    /// Its name in `conform --wave-variants`.
+    fn selector(self) -> super::WaveVariant {
+        match self {
+            Split::Sync => super::WaveVariant::SplitSync,
+            Split::Overlap => super::WaveVariant::SplitOverlap,
+        }
+    }
 }
 
 /// One device's rows of the grid: it owns `[begin, end)` and holds
@@ -912,7 +920,8 @@ pub fn run(
 ) -> Result<Vec<Outcome>, Failure> {
     let contexts: Vec<&Context> = std::iter::once(env.ctx).chain(env.peers.iter()).collect();
     let limit = halo_steps(g.ny, contexts.len());
-    if contexts.len() < 2 || bands(g.ny, contexts.len(), limit).is_none() {
+    let chosen: Vec<Split> = Split::ALL.into_iter().filter(|s| env.tuning.runs_wave(s.selector())).collect();
+    if contexts.len() < 2 || chosen.is_empty() || bands(g.ny, contexts.len(), limit).is_none() {
         return Ok(Vec::new());
     }
     let costs = measure(&contexts, env.tuning, env.clock, g, limit)?;
@@ -923,7 +932,7 @@ pub fn run(
     let alone = try_alone(&contexts, env, g, source, &tried, first)?;
     let declined = declines(&tried, alone);
     let mut outcomes = Vec::new();
-    for split in Split::ALL {
+    for split in chosen {
         let (devices, k) = match alone {
             Some((longest, _)) if declined && split == Split::Overlap => (&contexts[..1], longest),
             _ => (&contexts[..], k),

@@ -77,6 +77,16 @@ impl Variant {
     /// Every variant; `Sync` first, as the baseline of the others.
     pub const ALL: [Variant; 4] = [Variant::Sync, Variant::StreamSync, Variant::EventSync, Variant::Graph];
 
+    /// Its name in `conform --wave-variants`.
+    fn selector(self) -> super::WaveVariant {
+        match self {
+            Variant::Sync => super::WaveVariant::Sync,
+            Variant::StreamSync => super::WaveVariant::StreamSync,
+            Variant::EventSync => super::WaveVariant::EventSync,
+            Variant::Graph => super::WaveVariant::Graph,
+        }
+    }
+
     /// Report name.
     pub fn name(self) -> &'static str {
         match self {
@@ -422,7 +432,7 @@ pub fn run(env: &Env<'_>) -> Result<Vec<Outcome>, Failure> {
             super::split::SingleRun { snapshots: &snapshots, total_ms: outcomes[0].device_ms, overlapped_ms, best_ms };
         outcomes.extend(super::split::run(env, g, &source, &expect, tolerance(g, peak), &single)?);
     }
-    if env.tuning.deterministic {
+    if env.tuning.deterministic || !env.tuning.runs_wave(super::WaveVariant::Balanced) {
         // The balanced variants' snapshot interval is each device's own
         // choice, from its timings: not one output for every device.
         for outcome in &mut outcomes {
@@ -498,7 +508,9 @@ fn run_grid(env: &Env<'_>, kernel: &Kernel, g: Grid, prefix: &str, images: bool)
 
     let mut outcomes = Vec::new();
     let mut baseline: Option<Run> = None;
-    for variant in Variant::ALL {
+    // `balanced` selects its four variants together.
+    let chosen = |v: Variant| !prefix.is_empty() || env.tuning.runs_wave(v.selector());
+    for variant in Variant::ALL.into_iter().filter(|&v| chosen(v)) {
         let mut run = run_variant(env.ctx, env.clock, kernel, g, &source, variant)?;
         let name = format!("{prefix}{}", variant.name());
         env.dump(Workload::Wave, &format!("{name}_snapshots"), &shape, &run.snapshots)?;
