@@ -17,9 +17,7 @@
 #    every thread, a backtrace of the faulting one).
 # Everything printed goes to $OUT/opencl-crash.log.
 set -uo pipefail
-out=${OUT:-/tmp/hetero-out}
-mkdir -p "$out"
-exec > >(tee -a "$out/opencl-crash.log") 2>&1
+log_name=opencl-crash
 backends_for_env=opencl
 # shellcheck source=ci/gpu/env.sh
 source ci/gpu/env.sh
