@@ -71,8 +71,9 @@ static void step(const char *what) {
   fflush(stderr);
 }
 
-static cl_mem sub_of(cl_mem buffer, size_t offset, size_t size) {
-  size_t region[2] = {offset, size - offset};
+/* The sub-buffer of `buffer` over `length` bytes from `origin`. */
+static cl_mem sub_of(cl_mem buffer, size_t origin, size_t length) {
+  size_t region[2] = {origin, length};
   cl_int err;
   cl_mem sub = clCreateSubBuffer(buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
   check(err, "clCreateSubBuffer");
@@ -99,9 +100,8 @@ struct slot {
   cl_mem subs[OFFSETS];
 };
 
-static cl_mem sub_at(cl_context ctx, struct slot *s, int k) {
-  (void)ctx;
-  if (!s->subs[k]) s->subs[k] = sub_of(s->mem, (size_t)k * OFFSET, ELEMS * 4);
+static cl_mem sub_at(struct slot *s, int k) {
+  if (!s->subs[k]) s->subs[k] = sub_of(s->mem, (size_t)k * OFFSET, ELEMS * 4 - (size_t)k * OFFSET);
   return s->subs[k];
 }
 
@@ -162,7 +162,7 @@ static int mixed(cl_context ctx, cl_device_id device, cl_command_queue q, const 
       break;
     }
     default: {
-      cl_mem from = sub_at(ctx, &slots[a], k), to = sub_at(ctx, &slots[b], k);
+      cl_mem from = sub_at(&slots[a], k), to = sub_at(&slots[b], k);
       check(clSetKernelArg(pass, 0, sizeof from, &from), "clSetKernelArg");
       check(clSetKernelArg(pass, 1, sizeof to, &to), "clSetKernelArg");
       check(clSetKernelArg(pass, 2, sizeof n, &n), "clSetKernelArg");
@@ -196,9 +196,8 @@ static int two_subs(cl_context ctx, cl_device_id device, cl_command_queue q, con
   check(clEnqueueFillBuffer(q, buffer, &zero, 4, 0, ELEMS * 4, 0, NULL, NULL), "clEnqueueFillBuffer");
   cl_mem subs[OFFSETS];
   for (int i = 0; i < count; ++i) {
-    size_t region[2] = {(size_t)(i + 1) * OFFSET, overlap ? ELEMS * 4 - (size_t)(i + 1) * OFFSET : OFFSET};
-    subs[i] = clCreateSubBuffer(buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
-    check(err, "clCreateSubBuffer");
+    size_t origin = (size_t)(i + 1) * OFFSET;
+    subs[i] = sub_of(buffer, origin, overlap ? ELEMS * 4 - origin : OFFSET);
     if (used) launch(q, k, subs[i], OFFSET / 4);
   }
   check(clFinish(q), "clFinish");
@@ -228,8 +227,7 @@ static int sequence(cl_context ctx, cl_device_id device, cl_command_queue q, con
     if ((a < 0 || a > 5) || (b < 0 || b > 5)) a = b = 0;
     switch (t[0]) {
     case 'c':
-      subs[a] = clCreateSubBuffer(buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, regions[a], &err);
-      check(err, "clCreateSubBuffer");
+      subs[a] = sub_of(buffer, regions[a][0], regions[a][1]);
       break;
     case 'u':
       if (b) {
@@ -290,7 +288,8 @@ static int run(const char *name) {
       step("buffer released");
       continue;
     }
-    cl_mem sub = sub_of(buffer, (size_t)OFFSET * (1 + round % 3), bytes);
+    size_t origin = (size_t)OFFSET * (1 + round % 3);
+    cl_mem sub = sub_of(buffer, origin, bytes - origin);
     launch(q, k, sub, (ELEMS - OFFSET) / 4);
     if (!many) step("launched on the sub-buffer");
     if (resets) reset(k);
