@@ -25,10 +25,13 @@
 //! and cross-device waits, and more rows computed twice. The model's
 //! choice and longer ones are then tried on the devices over the first
 //! snapshot interval, and so is the first device alone (one band, no
-//! halos, the longest round): where that is faster a step than every round
-//! tried on all devices, `split-overlap` declines to split and runs on the
-//! first device alone ([`declines`]; its `devices` metric says so), since
-//! splitting a grid too small for it only costs time. The trials' snapshots
+//! halos, the longest round), both in replayed rounds and with eager
+//! launches ([`Alone`]): where the faster of those is faster a step than
+//! every round tried on all devices, `split-overlap` declines to split and
+//! runs on the first device alone, as the faster schedule
+//! ([`declines`]; its `devices` metric says so), since splitting a grid
+//! too small for it only costs time (and replaying rounds costs more than
+//! eager launches where a backend replays a graph launch by launch). The trials' snapshots
 //! are checked bit for bit too, so the split over all devices is checked
 //! even where it is declined.
 //!
@@ -812,7 +815,7 @@ fn measure(
     Ok(Costs { step_ms, own_rows: own.len(), halo_fixed_ms, halo_row_ms })
 }
 
-/// A trial of `split-overlap` over `contexts` in rounds of `k` steps, over
+/// A trial of `split` over `contexts` in rounds of `k` steps, over
 /// the first snapshot interval of `g`: its time a step (the least of two
 /// runs, ms), and how many values of its snapshot differ from `first` (the
 /// single-device run's first snapshot; not compared where it has another
@@ -822,6 +825,7 @@ fn trial(
     env: &Env<'_>,
     g: Grid,
     source: &[f32],
+    split: Split,
     k: usize,
     first: &[f32],
 ) -> Result<(f64, usize), Failure> {
@@ -830,7 +834,7 @@ fn trial(
     let source = source.get(..steps).ok_or_else(|| Failure::Internal("fewer source values than steps".into()))?;
     let (mut least, mut differing) = (f64::INFINITY, 0);
     for _ in 0..2 {
-        let run = run_split(contexts, env.tuning, env.clock, trial, source, Split::Overlap, k)?;
+        let run = run_split(contexts, env.tuning, env.clock, trial, source, split, k)?;
         least = least.min(run.total_ms / steps as f64);
         if run.snapshots.len() == first.len() {
             differing =
@@ -860,15 +864,43 @@ fn try_rounds(
     }
     let mut tried = Vec::new();
     for &k in candidates {
-        let (ms, differing) = trial(contexts, env, g, source, k, first)?;
+        let (ms, differing) = trial(contexts, env, g, source, Split::Overlap, k, first)?;
         tried.push((k, ms, differing));
     }
     Ok(tried)
 }
 
-/// The first device alone in `split-overlap`'s rounds, as long as they may
-/// be (one band has no halos to exchange), tried as the rounds on all
-/// devices were: the round length and the time a step. `None` where no
+/// The first device alone, as `split-overlap` falls back to it, in
+/// rounds as long as they may be (one band has no halos to exchange): the
+/// time a step of its trials in replayed rounds and with eager launches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Alone {
+    /// Steps a round.
+    pub k: usize,
+    /// In replayed rounds ([`Split::Overlap`]), ms a step.
+    pub rounds_ms: f64,
+    /// With eager launches ([`Split::Sync`]), ms a step.
+    pub eager_ms: f64,
+}
+
+impl Alone {
+    /// The faster schedule: replayed rounds unless eager launches were
+    /// faster (so a time that is not finite never wins).
+    pub fn split(self) -> Split {
+        if self.eager_ms < self.rounds_ms { Split::Sync } else { Split::Overlap }
+    }
+
+    /// The faster schedule's time a step, ms.
+    pub fn step_ms(self) -> f64 {
+        match self.split() {
+            Split::Sync => self.eager_ms,
+            Split::Overlap => self.rounds_ms,
+        }
+    }
+}
+
+/// The first device alone tried as the rounds on all devices were, in
+/// replayed rounds and with eager launches ([`Alone`]). `None` where no
 /// round was tried on all devices.
 fn try_alone(
     contexts: &[&Context],
@@ -877,21 +909,21 @@ fn try_alone(
     source: &[f32],
     tried: &[Tried],
     first: &[f32],
-) -> Result<Option<(usize, f64)>, Failure> {
+) -> Result<Option<Alone>, Failure> {
     let longest = round_candidates(halo_steps(g.ny, 1), g.snapshot_every).last().copied();
-    match (contexts.first(), longest) {
-        (Some(ctx), Some(k)) if tried.iter().any(|t| t.1.is_finite()) => {
-            Ok(Some((k, trial(&[*ctx], env, g, source, k, first)?.0)))
-        }
-        _ => Ok(None),
+    let (Some(ctx), Some(k)) = (contexts.first(), longest) else { return Ok(None) };
+    if !tried.iter().any(|t| t.1.is_finite()) {
+        return Ok(None);
     }
+    let time = |split| Ok::<_, Failure>(trial(&[*ctx], env, g, source, split, k, first)?.0);
+    Ok(Some(Alone { k, rounds_ms: time(Split::Overlap)?, eager_ms: time(Split::Sync)? }))
 }
 
 /// Whether `split-overlap` declines to split: the first device alone
 /// (`alone`'s time a step) was faster than every round tried on all devices.
-pub fn declines(tried: &[Tried], alone: Option<(usize, f64)>) -> bool {
+pub fn declines(tried: &[Tried], alone: Option<Alone>) -> bool {
     let best = tried.iter().map(|t| t.1).filter(|ms| ms.is_finite()).reduce(f64::min);
-    matches!((best, alone), (Some(best), Some((_, ms))) if ms < best)
+    matches!((best, alone), (Some(best), Some(a)) if a.step_ms() < best)
 }
 
 /// The single-device runs a split run is checked and timed against.
@@ -933,16 +965,17 @@ pub fn run(
     let declined = declines(&tried, alone);
     let mut outcomes = Vec::new();
     for split in chosen {
-        let (devices, k) = match alone {
-            Some((longest, _)) if declined && split == Split::Overlap => (&contexts[..1], longest),
-            _ => (&contexts[..], k),
+        let (devices, schedule, k) = match alone {
+            Some(a) if declined && split == Split::Overlap => (&contexts[..1], a.split(), a.k),
+            _ => (&contexts[..], split, k),
         };
-        let run = run_split(devices, env.tuning, env.clock, g, source, split, k)?;
+        let run = run_split(devices, env.tuning, env.clock, g, source, schedule, k)?;
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
             .metric("devices", devices.len() as f64)
             .metric("devices_available", contexts.len() as f64)
             .metric("halo_steps", k as f64)
+            .metric("eager_launches", f64::from(u8::from(schedule == Split::Sync)))
             .metric("step_ms", costs.step_ms)
             .metric("halo_fixed_ms", costs.halo_fixed_ms)
             .metric("halo_row_ms", costs.halo_row_ms)
@@ -951,8 +984,9 @@ pub fn run(
         for &(k, ms, _) in tried.iter().filter(|t| t.1.is_finite()) {
             outcome.metrics.insert(format!("round_{k}_trial_step_ms"), ms);
         }
-        if let Some((_, ms)) = alone {
-            outcome.metrics.insert("trial_one_device_step_ms".into(), ms);
+        if let Some(a) = alone {
+            outcome.metrics.insert("trial_one_device_step_ms".into(), a.rounds_ms);
+            outcome.metrics.insert("trial_one_device_eager_step_ms".into(), a.eager_ms);
         }
         let differing = run.snapshots.iter().zip(single.snapshots).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
         if differing > 0 || run.snapshots.len() != single.snapshots.len() {
@@ -988,7 +1022,8 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::{
-        Band, Costs, MAX_HALO_STEPS, bands, declines, edges, halo_steps, interior, round_steps, rounds_to_try,
+        Alone, Band, Costs, MAX_HALO_STEPS, Split, bands, declines, edges, halo_steps, interior, round_steps,
+        rounds_to_try,
     };
 
     #[test]
@@ -1069,11 +1104,15 @@ mod tests {
     #[test]
     fn the_split_declines_only_where_one_device_was_faster() {
         let tried = [(5, 0.020, 0), (10, 0.018, 0), (20, f64::NAN, 0)];
-        assert!(declines(&tried, Some((100, 0.017))));
-        assert!(!declines(&tried, Some((100, 0.018))), "a tie splits");
-        assert!(!declines(&tried, Some((100, 0.030))));
+        let alone = |rounds_ms| Some(Alone { k: 100, rounds_ms, eager_ms: f64::NAN });
+        assert!(declines(&tried, alone(0.017)));
+        assert!(!declines(&tried, alone(0.018)), "a tie splits");
+        assert!(!declines(&tried, alone(0.030)));
         assert!(!declines(&tried, None));
-        assert!(!declines(&[(5, f64::NAN, 0)], Some((100, 0.001))), "no round tried on all devices");
+        assert!(!declines(&[(5, f64::NAN, 0)], alone(0.001)), "no round tried on all devices");
+        let eager = Some(Alone { k: 100, rounds_ms: 0.030, eager_ms: 0.017 });
+        assert_eq!(eager.map(Alone::split), Some(Split::Sync), "the faster schedule");
+        assert!(declines(&tried, eager), "eager launches on one device count as replayed rounds do");
     }
 
     /// The model's choice is run beside the next longer candidates, never
