@@ -1,0 +1,164 @@
+/* Does NVIDIA's OpenCL enqueue kernels for two GPUs faster from a thread
+ * each than from one thread? The split wave on two GPUs is bound by the
+ * host's enqueueing, 63% of it inside clEnqueueNDRangeKernel
+ * (docs/results/multi-device-h200x2/opencl-profile/), all from one thread.
+ *
+ * A context and an in-order queue per GPU (as hetero's default on NVIDIA),
+ * a kernel with wave_rows's argument shape (three buffers, five integers,
+ * a float) over ITEMS work-items (default one work-group of 256, so the
+ * device's time is small and the host's enqueueing is what is timed; more
+ * make the device the bound, and show what a deep queue costs the host). Each launch sets every argument, as
+ * hetero binds them. Cases, LAUNCHES launches a device each, REPS times:
+ *
+ *   one-device   device 0 alone, from this thread
+ *   one-thread   both devices, alternating launches, from this thread
+ *   two-threads  both devices, a thread each, started together
+ *
+ * Printed: the host's wall time to enqueue (to the last enqueue's return)
+ * and to finish, per launch, the median over REPS.
+ *
+ * Build: cc -O2 opencl-launch-threads.c -o opencl-launch-threads path/to/libOpenCL.so.1 -lpthread
+ * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] */
+#include <pthread.h>
+
+#include "opencl-min.h"
+
+static const char *source =
+    "__kernel void rows(__global float *a, __global const float *b, __global const float *c, int nx, int ny,\n"
+    "                   int begin, int end, int pad, float s) {\n"
+    "  size_t i = get_global_id(0);\n"
+    "  if (i < (size_t)nx) a[i] = 0.5f * b[i] + 0.25f * c[i] + s * (float)(begin + end + pad + ny);\n"
+    "}\n";
+
+struct gpu {
+  cl_context ctx;
+  cl_command_queue queue;
+  cl_kernel kernel;
+  cl_mem a, b, c;
+};
+
+static size_t items = 256;
+
+static void launch(struct gpu *g, int step) {
+  int nx = 256, ny = 256, begin = step % 7, end = 200, pad = 2;
+  float s = 1e-6f * (float)step;
+  check(clSetKernelArg(g->kernel, 0, sizeof(cl_mem), &g->a), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 1, sizeof(cl_mem), &g->b), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 2, sizeof(cl_mem), &g->c), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 3, sizeof(int), &nx), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 4, sizeof(int), &ny), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 5, sizeof(int), &begin), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 6, sizeof(int), &end), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 7, sizeof(int), &pad), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 8, sizeof(float), &s), "clSetKernelArg");
+  size_t global = items, local = 256;
+  check(clEnqueueNDRangeKernel(g->queue, g->kernel, 1, NULL, &global, &local, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  if (step % 16 == 15) check(clFlush(g->queue), "clFlush");
+}
+
+static int launches = 2000;
+
+struct job {
+  struct gpu *g;
+  double enqueued;
+};
+
+static void *run_one(void *p) {
+  struct job *job = p;
+  double t0 = now_ms();
+  for (int i = 0; i < launches; i++) launch(job->g, i);
+  job->enqueued = now_ms() - t0;
+  check(clFinish(job->g->queue), "clFinish");
+  return NULL;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, by_value);
+  return v[n / 2];
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) launches = atoi(argv[1]);
+  int reps = argc > 2 ? atoi(argv[2]) : 7;
+  if (argc > 3) items = (size_t)atol(argv[3]) / 256 * 256;
+  if (launches <= 0 || reps <= 0 || reps > 64 || items == 0) {
+    fprintf(stderr, "usage: opencl-launch-threads [LAUNCHES] [REPS <= 64] [ITEMS >= 256]\n");
+    return 2;
+  }
+  cl_platform_id platform;
+  first_device(&platform);
+  cl_device_id devices[2];
+  cl_uint found = 0;
+  /* Two GPUs, else any two devices (PoCL's, to try the program). */
+  if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_GPU, 2, devices, &found) != 0 || found < 2) {
+    check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 2, devices, &found), "clGetDeviceIDs");
+  }
+  if (found < 2) {
+    fprintf(stderr, "two devices of one platform needed, found %u\n", found);
+    return 1;
+  }
+  struct gpu gpus[2];
+  for (int d = 0; d < 2; d++) {
+    cl_int err;
+    char name[256] = {0};
+    clGetDeviceInfo(devices[d], CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+    printf("device %d: %s\n", d, name);
+    gpus[d].ctx = clCreateContext(NULL, 1, &devices[d], NULL, NULL, &err);
+    check(err, "clCreateContext");
+    gpus[d].queue = clCreateCommandQueue(gpus[d].ctx, devices[d], 0, &err);
+    check(err, "clCreateCommandQueue");
+    gpus[d].kernel = build_kernel(gpus[d].ctx, devices[d], 1, &source, "", "rows");
+    cl_mem *bufs[3] = {&gpus[d].a, &gpus[d].b, &gpus[d].c};
+    for (int i = 0; i < 3; i++) {
+      *bufs[i] = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, 256 * sizeof(float), NULL, &err);
+      check(err, "clCreateBuffer");
+    }
+    float zero = 0.0f;
+    for (int i = 0; i < 3; i++) {
+      check(clEnqueueFillBuffer(gpus[d].queue, *bufs[i], &zero, sizeof zero, 0, 256 * sizeof(float), 0, NULL, NULL),
+            "clEnqueueFillBuffer");
+    }
+    check(clFinish(gpus[d].queue), "clFinish");
+  }
+  const char *cases[3] = {"one-device", "one-thread", "two-threads"};
+  for (int c = 0; c < 3; c++) {
+    double enq[64], fin[64];
+    for (int r = 0; r < reps + 1; r++) {
+      double t0 = now_ms(), enqueued;
+      if (c == 0) {
+        struct job job = {&gpus[0], 0};
+        run_one(&job);
+        enqueued = job.enqueued;
+      } else if (c == 1) {
+        for (int i = 0; i < launches; i++) {
+          launch(&gpus[0], i);
+          launch(&gpus[1], i);
+        }
+        enqueued = now_ms() - t0;
+        check(clFinish(gpus[0].queue), "clFinish");
+        check(clFinish(gpus[1].queue), "clFinish");
+      } else {
+        struct job jobs[2] = {{&gpus[0], 0}, {&gpus[1], 0}};
+        pthread_t threads[2];
+        for (int d = 0; d < 2; d++) pthread_create(&threads[d], NULL, run_one, &jobs[d]);
+        for (int d = 0; d < 2; d++) pthread_join(threads[d], NULL);
+        enqueued = jobs[0].enqueued > jobs[1].enqueued ? jobs[0].enqueued : jobs[1].enqueued;
+      }
+      double finished = now_ms() - t0;
+      if (r > 0) { /* the first is a warm-up */
+        enq[r - 1] = enqueued;
+        fin[r - 1] = finished;
+      }
+    }
+    int per = c == 0 ? launches : 2 * launches;
+    double e = median(enq, reps), f = median(fin, reps);
+    printf("%-12s %zu items, %d launches: enqueued in %.2f ms (%.2f us a launch), finished in %.2f ms (%.2f us a launch)\n",
+           cases[c], items, per, e, 1e3 * e / per, f, 1e3 * f / per);
+  }
+  return 0;
+}
