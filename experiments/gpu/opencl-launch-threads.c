@@ -18,7 +18,7 @@
  * and to finish, per launch, the median over REPS.
  *
  * Build: cc -O2 opencl-launch-threads.c -o opencl-launch-threads path/to/libOpenCL.so.1 -lpthread
- * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] */
+ * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] [FLAGS: e, p, s] */
 #include <pthread.h>
 
 #include "opencl-min.h"
@@ -30,21 +30,35 @@ static const char *source =
     "  if (i < (size_t)nx) a[i] = 0.5f * b[i] + 0.25f * c[i] + s * (float)(begin + end + pad + ny);\n"
     "}\n";
 
+static size_t items = 256;
+/* As hetero enqueues: an event returned by every launch (kept until the
+ * run ends, as hetero's tracking keeps them until complete), queues with
+ * profiling on, and buffers passed as sub-buffers at row offsets. */
+static int with_events, with_profiling, with_subbuffers;
+#define SUBS 64
+
 struct gpu {
   cl_context ctx;
   cl_command_queue queue;
   cl_kernel kernel;
   cl_mem a, b, c;
+  cl_mem whole, subs[SUBS];
+  cl_event *events;
 };
 
-static size_t items = 256;
 
 static void launch(struct gpu *g, int step) {
   int nx = 256, ny = 256, begin = step % 7, end = 200, pad = 2;
   float s = 1e-6f * (float)step;
-  check(clSetKernelArg(g->kernel, 0, sizeof(cl_mem), &g->a), "clSetKernelArg");
-  check(clSetKernelArg(g->kernel, 1, sizeof(cl_mem), &g->b), "clSetKernelArg");
-  check(clSetKernelArg(g->kernel, 2, sizeof(cl_mem), &g->c), "clSetKernelArg");
+  cl_mem *a = &g->a, *b = &g->b, *c = &g->c;
+  if (with_subbuffers) {
+    a = &g->subs[step % SUBS];
+    b = &g->subs[(step + 1) % SUBS];
+    c = &g->subs[(step + 2) % SUBS];
+  }
+  check(clSetKernelArg(g->kernel, 0, sizeof(cl_mem), a), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 1, sizeof(cl_mem), b), "clSetKernelArg");
+  check(clSetKernelArg(g->kernel, 2, sizeof(cl_mem), c), "clSetKernelArg");
   check(clSetKernelArg(g->kernel, 3, sizeof(int), &nx), "clSetKernelArg");
   check(clSetKernelArg(g->kernel, 4, sizeof(int), &ny), "clSetKernelArg");
   check(clSetKernelArg(g->kernel, 5, sizeof(int), &begin), "clSetKernelArg");
@@ -52,7 +66,8 @@ static void launch(struct gpu *g, int step) {
   check(clSetKernelArg(g->kernel, 7, sizeof(int), &pad), "clSetKernelArg");
   check(clSetKernelArg(g->kernel, 8, sizeof(float), &s), "clSetKernelArg");
   size_t global = items, local = 256;
-  check(clEnqueueNDRangeKernel(g->queue, g->kernel, 1, NULL, &global, &local, 0, NULL, NULL), "clEnqueueNDRangeKernel");
+  cl_event *event = with_events ? &g->events[step] : NULL;
+  check(clEnqueueNDRangeKernel(g->queue, g->kernel, 1, NULL, &global, &local, 0, NULL, event), "clEnqueueNDRangeKernel");
   if (step % 16 == 15) check(clFlush(g->queue), "clFlush");
 }
 
@@ -72,6 +87,10 @@ static void *run_one(void *p) {
   return NULL;
 }
 
+static void release_events(struct gpu *g) {
+  for (int i = 0; with_events && i < launches; i++) check(clReleaseEvent(g->events[i]), "clReleaseEvent");
+}
+
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -86,6 +105,11 @@ int main(int argc, char **argv) {
   if (argc > 1) launches = atoi(argv[1]);
   int reps = argc > 2 ? atoi(argv[2]) : 7;
   if (argc > 3) items = (size_t)atol(argv[3]) / 256 * 256;
+  const char *flags = argc > 4 ? argv[4] : "";
+  with_events = strchr(flags, 'e') != NULL;
+  with_profiling = strchr(flags, 'p') != NULL;
+  with_subbuffers = strchr(flags, 's') != NULL;
+  printf("events %d, profiling %d, sub-buffers %d\n", with_events, with_profiling, with_subbuffers);
   if (launches <= 0 || reps <= 0 || reps > 64 || items == 0) {
     fprintf(stderr, "usage: opencl-launch-threads [LAUNCHES] [REPS <= 64] [ITEMS >= 256]\n");
     return 2;
@@ -110,13 +134,23 @@ int main(int argc, char **argv) {
     printf("device %d: %s\n", d, name);
     gpus[d].ctx = clCreateContext(NULL, 1, &devices[d], NULL, NULL, &err);
     check(err, "clCreateContext");
-    gpus[d].queue = clCreateCommandQueue(gpus[d].ctx, devices[d], 0, &err);
+    gpus[d].queue =
+        clCreateCommandQueue(gpus[d].ctx, devices[d], with_profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     check(err, "clCreateCommandQueue");
     gpus[d].kernel = build_kernel(gpus[d].ctx, devices[d], 1, &source, "", "rows");
     cl_mem *bufs[3] = {&gpus[d].a, &gpus[d].b, &gpus[d].c};
     for (int i = 0; i < 3; i++) {
       *bufs[i] = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, 256 * sizeof(float), NULL, &err);
       check(err, "clCreateBuffer");
+    }
+    gpus[d].events = calloc((size_t)launches, sizeof(cl_event));
+    size_t row = 4096 * sizeof(float);
+    gpus[d].whole = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, (SUBS + 1) * row, NULL, &err);
+    check(err, "clCreateBuffer");
+    for (int i = 0; i < SUBS; i++) {
+      size_t region[2] = {(size_t)i * row, row};
+      gpus[d].subs[i] = clCreateSubBuffer(gpus[d].whole, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
+      check(err, "clCreateSubBuffer");
     }
     float zero = 0.0f;
     for (int i = 0; i < 3; i++) {
@@ -134,6 +168,7 @@ int main(int argc, char **argv) {
         struct job job = {&gpus[0], 0};
         run_one(&job);
         enqueued = job.enqueued;
+        release_events(&gpus[0]);
       } else if (c == 1) {
         for (int i = 0; i < launches; i++) {
           launch(&gpus[0], i);
@@ -142,11 +177,14 @@ int main(int argc, char **argv) {
         enqueued = now_ms() - t0;
         check(clFinish(gpus[0].queue), "clFinish");
         check(clFinish(gpus[1].queue), "clFinish");
+        release_events(&gpus[0]);
+        release_events(&gpus[1]);
       } else {
         struct job jobs[2] = {{&gpus[0], 0}, {&gpus[1], 0}};
         pthread_t threads[2];
         for (int d = 0; d < 2; d++) pthread_create(&threads[d], NULL, run_one, &jobs[d]);
         for (int d = 0; d < 2; d++) pthread_join(threads[d], NULL);
+        for (int d = 0; d < 2; d++) release_events(&gpus[d]);
         enqueued = jobs[0].enqueued > jobs[1].enqueued ? jobs[0].enqueued : jobs[1].enqueued;
       }
       double finished = now_ms() - t0;

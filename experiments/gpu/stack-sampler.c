@@ -1,8 +1,9 @@
-/* A preloaded wall-clock stack sampler for the main thread: where a
- * host-bound run spends its time, waiting included (no perf on the GPU
- * machine). A timer on CLOCK_MONOTONIC signals the main thread every
- * SAMPLER_US microseconds (default 500); the handler records its
- * backtrace. At exit the distinct stacks are written to SAMPLER_OUT.PID
+/* A preloaded wall-clock stack sampler: where a host-bound run spends its
+ * time, waiting included (no perf on the GPU machine). A timer on
+ * CLOCK_MONOTONIC signals the main thread every SAMPLER_US microseconds
+ * (default 500), and with SAMPLER_THREADS=all every thread started with
+ * pthread_create too (a timer each, from its start to its routine's
+ * return); the handler records the signalled thread's backtrace. At exit the distinct stacks are written to SAMPLER_OUT.PID
  * (default stack-samples.txt.PID), most frequent first, one per line:
  *
  *   COUNT  object+0xOFFSET  object+0xOFFSET ...   (innermost first)
@@ -11,7 +12,7 @@
  * executable's frames resolve against its unstripped build's symbols
  * (experiments/gpu/stack_samples.py).
  *
- * Build: cc -O2 -shared -fPIC stack-sampler.c -o stack-sampler.so -ldl -lrt
+ * Build: cc -O2 -shared -fPIC stack-sampler.c -o stack-sampler.so -ldl -lrt -lpthread
  * Run:   env LD_PRELOAD=./stack-sampler.so SAMPLER_OUT=out.txt program ...
  *
  * Frames come from the unwinder (backtrace), warmed in the constructor so
@@ -20,6 +21,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,15 +42,60 @@ static struct sample *samples;
 static volatile long taken, dropped;
 static timer_t timer;
 
+static long claimed;
+
 static void on_tick(int sig, siginfo_t *info, void *context) {
   (void)sig, (void)info, (void)context;
-  long at = taken;
+  long at = __atomic_fetch_add(&claimed, 1, __ATOMIC_RELAXED);
   if (at >= MAX_SAMPLES) {
-    dropped++;
+    __atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
     return;
   }
+  samples[at].depth = 0;
   samples[at].depth = backtrace(samples[at].frames, DEPTH);
-  taken = at + 1;
+  __atomic_fetch_add(&taken, 1, __ATOMIC_RELAXED);
+}
+
+static int signo_used;
+static long period_us = 500;
+
+/* A timer that signals the calling thread every period_us; 0 on success. */
+static int tick_this_thread(timer_t *t) {
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = signo_used;
+  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+  if (timer_create(CLOCK_MONOTONIC, &ev, t) != 0) return -1;
+  struct itimerspec every = {{period_us / 1000000, (period_us % 1000000) * 1000},
+                             {period_us / 1000000, (period_us % 1000000) * 1000}};
+  return timer_settime(*t, 0, &every, NULL);
+}
+
+struct start {
+  void *(*routine)(void *);
+  void *arg;
+};
+
+static void *trampoline(void *p) {
+  struct start s = *(struct start *)p;
+  free(p);
+  timer_t t;
+  int ticking = tick_this_thread(&t) == 0;
+  void *result = s.routine(s.arg);
+  if (ticking) timer_delete(t);
+  return result;
+}
+
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*routine)(void *), void *arg) {
+  static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  if (!real) real = dlsym(RTLD_NEXT, "pthread_create");
+  const char *which = getenv("SAMPLER_THREADS");
+  struct start *s = which && strcmp(which, "all") == 0 ? malloc(sizeof *s) : NULL;
+  if (!s) return real(thread, attr, routine, arg);
+  s->routine = routine;
+  s->arg = arg;
+  return real(thread, attr, trampoline, s);
 }
 
 static int by_frames(const void *a, const void *b) {
@@ -69,7 +116,7 @@ static int by_count(const void *a, const void *b) {
 
 static void report(void) {
   timer_delete(timer);
-  long n = taken;
+  long n = taken < MAX_SAMPLES ? taken : MAX_SAMPLES;
   const char *base = getenv("SAMPLER_OUT");
   char path[4096];
   snprintf(path, sizeof path, "%s.%ld", base ? base : "stack-samples.txt", (long)getpid());
@@ -116,18 +163,10 @@ __attribute__((constructor)) static void start(void) {
   act.sa_sigaction = on_tick;
   act.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&act.sa_mask);
-  int signo = SIGRTMIN + 3;
-  sigaction(signo, &act, NULL);
-  struct sigevent ev;
-  memset(&ev, 0, sizeof ev);
-  ev.sigev_notify = SIGEV_THREAD_ID;
-  ev.sigev_signo = signo;
-  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-  if (timer_create(CLOCK_MONOTONIC, &ev, &timer) != 0) return;
+  signo_used = SIGRTMIN + 3;
+  sigaction(signo_used, &act, NULL);
   const char *us = getenv("SAMPLER_US");
-  long period = us ? atol(us) : 500;
-  if (period <= 0) period = 500;
-  struct itimerspec every = {{period / 1000000, (period % 1000000) * 1000}, {period / 1000000, (period % 1000000) * 1000}};
-  timer_settime(timer, 0, &every, NULL);
+  if (us && atol(us) > 0) period_us = atol(us);
+  if (tick_this_thread(&timer) != 0) return;
   atexit(report);
 }
