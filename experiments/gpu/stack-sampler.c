@@ -1,9 +1,11 @@
 /* A preloaded wall-clock stack sampler: where a host-bound run spends its
  * time, waiting included (no perf on the GPU machine). A timer on
  * CLOCK_MONOTONIC signals the main thread every SAMPLER_US microseconds
- * (default 500), and with SAMPLER_THREADS=all every thread started with
- * pthread_create too (a timer each, from its start to its routine's
- * return); the handler records the signalled thread's backtrace. At exit the distinct stacks are written to SAMPLER_OUT.PID
+ * (default 500), and with SAMPLER_THREADS=all every thread the executable
+ * itself starts too (a thread whose start routine is in the executable,
+ * not in a shared library such as a driver; a timer each, from its start to its
+ * routine's return); the handler records the signalled thread's
+ * backtrace. At exit the distinct stacks are written to SAMPLER_OUT.PID
  * (default stack-samples.txt.PID), most frequent first, one per line:
  *
  *   COUNT  object+0xOFFSET  object+0xOFFSET ...   (innermost first)
@@ -31,7 +33,7 @@
 #include <unistd.h>
 
 #define DEPTH 40
-#define MAX_SAMPLES 400000
+#define MAX_SAMPLES 600000
 
 struct sample {
   int depth;
@@ -91,7 +93,9 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*routin
   static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
   if (!real) real = dlsym(RTLD_NEXT, "pthread_create");
   const char *which = getenv("SAMPLER_THREADS");
-  struct start *s = which && strcmp(which, "all") == 0 ? malloc(sizeof *s) : NULL;
+  Dl_info of_routine;
+  int ours = dladdr((void *)routine, &of_routine) && of_routine.dli_fname && !strstr(of_routine.dli_fname, ".so");
+  struct start *s = which && strcmp(which, "all") == 0 && ours ? malloc(sizeof *s) : NULL;
   if (!s) return real(thread, attr, routine, arg);
   s->routine = routine;
   s->arg = arg;
