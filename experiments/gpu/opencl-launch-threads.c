@@ -17,11 +17,23 @@
  * Printed: the host's wall time to enqueue (to the last enqueue's return)
  * and to finish, per launch, the median over REPS.
  *
+ * Then, as hetero orders work on one GPU after work on another whose
+ * context differs (a user event that a waiting thread completes): one
+ * launch on device 0 waiting on a user event that another thread
+ * completes after 20 ms, then LAUNCHES more behind it. Printed: how long
+ * the gated launch's enqueue and the rest took to return: a driver that
+ * queues behind an open user event returns at once; one that holds the
+ * enqueueing thread until the event completes takes the 20 ms.
+ *
  * Build: cc -O2 opencl-launch-threads.c -o opencl-launch-threads path/to/libOpenCL.so.1 -lpthread
- * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] [FLAGS: e, p, s] */
+ * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] [FLAGS: e, p, s, o] */
 #include <pthread.h>
+#include <unistd.h>
 
 #include "opencl-min.h"
+
+extern cl_event clCreateUserEvent(cl_context, cl_int *);
+extern cl_int clSetUserEventStatus(cl_event, cl_int);
 
 static const char *source =
     "__kernel void rows(__global float *a, __global const float *b, __global const float *c, int nx, int ny,\n"
@@ -34,7 +46,7 @@ static size_t items = 256;
 /* As hetero enqueues: an event returned by every launch (kept until the
  * run ends, as hetero's tracking keeps them until complete), queues with
  * profiling on, and buffers passed as sub-buffers at row offsets. */
-static int with_events, with_profiling, with_subbuffers;
+static int with_events, with_profiling, with_subbuffers, with_overlap;
 #define SUBS 64
 
 struct gpu {
@@ -91,6 +103,13 @@ static void release_events(struct gpu *g) {
   for (int i = 0; with_events && i < launches; i++) check(clReleaseEvent(g->events[i]), "clReleaseEvent");
 }
 
+/* Completes the user event `p` after 20 ms. */
+static void *open_later(void *p) {
+  usleep(20000);
+  check(clSetUserEventStatus((cl_event)p, CL_COMPLETE), "clSetUserEventStatus");
+  return NULL;
+}
+
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -109,7 +128,9 @@ int main(int argc, char **argv) {
   with_events = strchr(flags, 'e') != NULL;
   with_profiling = strchr(flags, 'p') != NULL;
   with_subbuffers = strchr(flags, 's') != NULL;
-  printf("events %d, profiling %d, sub-buffers %d\n", with_events, with_profiling, with_subbuffers);
+  with_overlap = strchr(flags, 'o') != NULL;
+  printf("events %d, profiling %d, sub-buffers %d, overlapping %d\n", with_events, with_profiling, with_subbuffers,
+         with_overlap);
   if (launches <= 0 || reps <= 0 || reps > 64 || items == 0) {
     fprintf(stderr, "usage: opencl-launch-threads [LAUNCHES] [REPS <= 64] [ITEMS >= 256]\n");
     return 2;
@@ -144,11 +165,14 @@ int main(int argc, char **argv) {
       check(err, "clCreateBuffer");
     }
     gpus[d].events = calloc((size_t)launches, sizeof(cl_event));
-    size_t row = 4096 * sizeof(float);
-    gpus[d].whole = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, (SUBS + 1) * row, NULL, &err);
+    /* Sub-buffers of one row each, or with 'o' of 32 rows each, each
+     * starting a row after the last (overlapping, as a band's shrinking
+     * row ranges do). */
+    size_t row = 4096 * sizeof(float), rows = with_overlap ? 32 : 1;
+    gpus[d].whole = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, (SUBS + rows) * row, NULL, &err);
     check(err, "clCreateBuffer");
     for (int i = 0; i < SUBS; i++) {
-      size_t region[2] = {(size_t)i * row, row};
+      size_t region[2] = {(size_t)i * row, rows * row};
       gpus[d].subs[i] = clCreateSubBuffer(gpus[d].whole, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
       check(err, "clCreateSubBuffer");
     }
@@ -198,5 +222,27 @@ int main(int argc, char **argv) {
     printf("%-12s %zu items, %d launches: enqueued in %.2f ms (%.2f us a launch), finished in %.2f ms (%.2f us a launch)\n",
            cases[c], items, per, e, 1e3 * e / per, f, 1e3 * f / per);
   }
+  cl_int err;
+  cl_event gate = clCreateUserEvent(gpus[0].ctx, &err);
+  check(err, "clCreateUserEvent");
+  pthread_t opener;
+  double t0 = now_ms();
+  pthread_create(&opener, NULL, open_later, gate);
+  size_t global = 256, local = 256;
+  check(clEnqueueNDRangeKernel(gpus[0].queue, gpus[0].kernel, 1, NULL, &global, &local, 1, &gate, NULL),
+        "clEnqueueNDRangeKernel");
+  double gated = now_ms() - t0;
+  int was = with_events;
+  with_events = 0;
+  for (int i = 0; i < launches; i++) launch(&gpus[0], i);
+  with_events = was;
+  double rest = now_ms() - t0;
+  check(clFinish(gpus[0].queue), "clFinish");
+  double finished = now_ms() - t0;
+  pthread_join(opener, NULL);
+  printf("gated: the launch behind an open user event returned after %.2f ms, %d launches behind it after %.2f ms, "
+         "finished after %.2f ms (the event completed at 20 ms)\n",
+         gated, launches, rest, finished);
+  clReleaseEvent(gate);
   return 0;
 }

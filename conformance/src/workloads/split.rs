@@ -709,29 +709,12 @@ fn in_rounds(
     k: usize,
 ) -> Result<(), Failure> {
     let whole = source.len() / k;
-    // A replay that enqueues its nodes one by one costs the host a launch a
-    // step; the devices' replays then go from a thread each, so that one
-    // device's enqueueing does not hold back another's.
-    let threaded = rounds.len() > 1 && rounds.iter().any(|round| !round.graph.is_native());
     for r in 0..whole {
         let (first, last) = (r * k, r * k + k - 1);
-        let replay = |(part, round, timeline): (&Part<'_>, &mut Round<'_>, &mut Timeline<'_>)| {
+        for ((part, round), timeline) in parts.iter().zip(rounds.iter_mut()).zip(timelines.iter_mut()) {
             timeline.span(&part.compute, "compute", "round", Kind::Kernel, || {
                 round.replay(&part.compute, part.band, g, first, source)
-            })
-        };
-        let devices = parts.iter().zip(rounds.iter_mut()).zip(timelines.iter_mut()).map(|((p, r), t)| (p, r, t));
-        if threaded {
-            std::thread::scope(|scope| {
-                let replays: Vec<_> = devices.map(|device| scope.spawn(move || replay(device))).collect();
-                replays.into_iter().try_for_each(|replay| {
-                    replay.join().map_err(|_| Failure::Internal("a device's replay thread panicked".into()))?
-                })
             })?;
-        } else {
-            for device in devices {
-                replay(device)?;
-            }
         }
         if last + 1 < source.len() {
             for (d, timeline) in timelines.iter_mut().enumerate() {
