@@ -26,7 +26,7 @@
  * enqueueing thread until the event completes takes the 20 ms.
  *
  * Build: cc -O2 opencl-launch-threads.c -o opencl-launch-threads path/to/libOpenCL.so.1 -lpthread
- * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] [FLAGS: e, p, s, o] */
+ * Run:   opencl-launch-threads [LAUNCHES (2000)] [REPS (7)] [ITEMS (256)] [FLAGS: e, p, s, o, x] [SUBS (64)] */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -46,15 +46,16 @@ static size_t items = 256;
 /* As hetero enqueues: an event returned by every launch (kept until the
  * run ends, as hetero's tracking keeps them until complete), queues with
  * profiling on, and buffers passed as sub-buffers at row offsets. */
-static int with_events, with_profiling, with_subbuffers, with_overlap;
-#define SUBS 64
+static int with_events, with_profiling, with_subbuffers, with_overlap, with_parents;
+#define MAX_SUBS 64
+static int subs = MAX_SUBS; /* sub-buffers made and used in turn */
 
 struct gpu {
   cl_context ctx;
   cl_command_queue queue;
   cl_kernel kernel;
   cl_mem a, b, c;
-  cl_mem whole, subs[SUBS];
+  cl_mem whole[3], subs[3][MAX_SUBS];
   cl_event *events;
 };
 
@@ -64,9 +65,12 @@ static void launch(struct gpu *g, int step) {
   float s = 1e-6f * (float)step;
   cl_mem *a = &g->a, *b = &g->b, *c = &g->c;
   if (with_subbuffers) {
-    a = &g->subs[step % SUBS];
-    b = &g->subs[(step + 1) % SUBS];
-    c = &g->subs[(step + 2) % SUBS];
+    /* One parent buffer for all three, or with 'x' one each (as the wave
+     * passes three fields). */
+    int pb = with_parents ? 1 : 0, pc = with_parents ? 2 : 0;
+    a = &g->subs[0][step % subs];
+    b = &g->subs[pb][(step + 1) % subs];
+    c = &g->subs[pc][(step + 2) % subs];
   }
   check(clSetKernelArg(g->kernel, 0, sizeof(cl_mem), a), "clSetKernelArg");
   check(clSetKernelArg(g->kernel, 1, sizeof(cl_mem), b), "clSetKernelArg");
@@ -129,8 +133,14 @@ int main(int argc, char **argv) {
   with_profiling = strchr(flags, 'p') != NULL;
   with_subbuffers = strchr(flags, 's') != NULL;
   with_overlap = strchr(flags, 'o') != NULL;
-  printf("events %d, profiling %d, sub-buffers %d, overlapping %d\n", with_events, with_profiling, with_subbuffers,
-         with_overlap);
+  with_parents = strchr(flags, 'x') != NULL;
+  if (argc > 5) subs = atoi(argv[5]);
+  if (subs < 3 || subs > MAX_SUBS) {
+    fprintf(stderr, "SUBS: 3 to %d\n", MAX_SUBS);
+    return 2;
+  }
+  printf("events %d, profiling %d, sub-buffers %d (%d), overlapping %d, a parent each %d\n", with_events,
+         with_profiling, with_subbuffers, subs, with_overlap, with_parents);
   if (launches <= 0 || reps <= 0 || reps > 64 || items == 0) {
     fprintf(stderr, "usage: opencl-launch-threads [LAUNCHES] [REPS <= 64] [ITEMS >= 256]\n");
     return 2;
@@ -169,12 +179,15 @@ int main(int argc, char **argv) {
      * starting a row after the last (overlapping, as a band's shrinking
      * row ranges do). */
     size_t row = 4096 * sizeof(float), rows = with_overlap ? 32 : 1;
-    gpus[d].whole = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, (SUBS + rows) * row, NULL, &err);
-    check(err, "clCreateBuffer");
-    for (int i = 0; i < SUBS; i++) {
-      size_t region[2] = {(size_t)i * row, rows * row};
-      gpus[d].subs[i] = clCreateSubBuffer(gpus[d].whole, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
-      check(err, "clCreateSubBuffer");
+    for (int p = 0; p < 3; p++) {
+      gpus[d].whole[p] = clCreateBuffer(gpus[d].ctx, CL_MEM_READ_WRITE, (MAX_SUBS + rows) * row, NULL, &err);
+      check(err, "clCreateBuffer");
+      for (int i = 0; i < subs; i++) {
+        size_t region[2] = {(size_t)i * row, rows * row};
+        gpus[d].subs[p][i] =
+            clCreateSubBuffer(gpus[d].whole[p], CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, region, &err);
+        check(err, "clCreateSubBuffer");
+      }
     }
     float zero = 0.0f;
     for (int i = 0; i < 3; i++) {
