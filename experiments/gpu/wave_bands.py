@@ -30,7 +30,8 @@ def setup(rows):
     u = rng.standard_normal(NX * rows, dtype=cp.float32)
     out = cp.zeros_like(u)
     grid = ((NX + BLOCK - 1) // BLOCK, (rows + ROWS_PER_THREAD - 1) // ROWS_PER_THREAD)
-    args = (u_prev, u, out, cp.uint32(NX), cp.uint32(rows), cp.uint32(0), cp.uint32(rows), cp.uint32(0),
+    # row_begin, row_end, out_first, u_first: all rows of whole fields.
+    args = (u_prev, u, out, cp.uint32(NX), cp.uint32(rows), cp.uint32(0), cp.uint32(rows), cp.uint32(0), cp.uint32(0),
             cp.float32(0.25), cp.uint32(NX // 2), cp.uint32(rows // 2), cp.float32(1.0))
     return lambda: kernel(grid, (BLOCK, 1), args)
 

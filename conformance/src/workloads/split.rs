@@ -267,25 +267,30 @@ fn rotation(step: usize) -> [usize; 3] {
 }
 
 /// `wave_rows`'s arguments after the three fields, for global `rows` of
-/// `band` (its held rows, the rows computed in local rows and where its
-/// `u` slice starts, then the source's cell, local, where the band
-/// computes it), for an eager launch or a graph's.
+/// `band` (its held rows, the rows computed in local rows, where the
+/// fields passed start, then the source's cell, local, where the band
+/// computes it), for an eager launch or a graph's. `whole`: the fields are
+/// passed whole (they start at the band's first held row); otherwise as
+/// [`Band::touched`] cuts them.
 fn rows_args<A: From<u32> + From<f32>>(
     fields: [A; 3],
     g: Grid,
     band: Band,
     rows: &Range<usize>,
+    whole: bool,
     source: f32,
 ) -> Vec<A> {
     let out = band.local(rows.clone());
+    let (out_first, u_first) = if whole { (0, 0) } else { (out.start, out.start.saturating_sub(2)) };
     let (sx, sy) = g.source();
     let sy_local = if rows.contains(&sy) { (sy - band.lo) as u32 } else { u32::MAX };
-    let scalars: [A; 9] = [
+    let scalars: [A; 10] = [
         (g.nx as u32).into(),
         (band.rows() as u32).into(),
         (out.start as u32).into(),
         (out.end as u32).into(),
-        (out.start.saturating_sub(2) as u32).into(),
+        (out_first as u32).into(),
+        (u_first as u32).into(),
         C2.into(),
         (sx as u32).into(),
         sy_local.into(),
@@ -295,7 +300,7 @@ fn rows_args<A: From<u32> + From<f32>>(
 }
 
 /// Index of the source value among `wave_rows`'s arguments.
-const SOURCE_ARG: usize = 11;
+const SOURCE_ARG: usize = 12;
 
 /// Launches `wave_rows` on `compute` for global `rows` of `band` with the
 /// step's fields (`u_prev`, `u`, `u_next`, whole).
@@ -314,7 +319,7 @@ fn launch_rows(
     let [out, u] = band.touched(&rows, g.nx);
     let (prev, cur, next) = (prev.slice(out.clone())?, cur.slice(u)?, next.slice_mut(out)?);
     let config = rows_launch(g.nx, rows.len(), block_width(kernel));
-    let args = rows_args([(&prev).into(), (&cur).into(), (&next).into()], g, band, &rows, source);
+    let args = rows_args([(&prev).into(), (&cur).into(), (&next).into()], g, band, &rows, false, source);
     // SAFETY: wave_rows reads the rows of u two beyond `rows` on each side
     // within the held ones, and `rows` of u_prev, and writes `rows` of
     // u_next (wave.kern): the slices passed, as `touched` cuts them.
@@ -409,12 +414,16 @@ impl<'b> Round<'b> {
             }
             let step = if edge { k - 1 } else { i };
             let [prev, cur, next] = rotation(step).map(|f| bound[f]);
-            let [out, u] = band.touched(&rows, g.nx);
-            let fields = [prev.slice(out.clone())?.into(), cur.slice(u)?.into(), next.slice_mut(out)?.into()];
-            let args = rows_args(fields, g, band, &rows, 0.0);
+            // Whole fields: a round's launches over shrinking row ranges
+            // then pass three buffers, not a sub-buffer each on OpenCL
+            // (`wave_rows`). A replay is tracked as one operation over
+            // all it touches, so nothing is ordered later than before.
+            let fields = [prev.read().into(), cur.read().into(), next.write().into()];
+            let args = rows_args(fields, g, band, &rows, true, 0.0);
             let config = rows_launch(g.nx, rows.len(), width);
-            // SAFETY: as launch_rows: the slices are the rows wave_rows
-            // touches, in every rotation `replay` sets.
+            // SAFETY: whole fields of the band's held rows, indexed from
+            // their first: wave_rows touches only rows of `rows` and two
+            // beyond, within them, in every rotation `replay` sets.
             launches.push((unsafe { rec.launch(s, kernel, config, args) }?, step, rows));
         }
         let sources = vec![0.0f32.to_bits(); launches.len()];
@@ -422,19 +431,18 @@ impl<'b> Round<'b> {
     }
 
     /// Replays the round whose first step is `first` on `stream`.
-    fn replay(&mut self, stream: &Stream, band: Band, g: Grid, first: usize, source: &[f32]) -> Result<(), Failure> {
+    fn replay(&mut self, stream: &Stream, g: Grid, first: usize, source: &[f32]) -> Result<(), Failure> {
         let phase = first % FIELDS;
         let (_, source_row) = g.source();
         for ((node, step, rows), set) in self.launches.iter().zip(&mut self.sources) {
             let (node, step) = (*node, *step);
             if self.phase != phase {
                 let [prev, cur, next] = rotation(first + step).map(|f| self.bound[f]);
-                let [out, u] = band.touched(rows, g.nx);
-                // SAFETY: the same rows of other fields of the same length.
+                // SAFETY: other whole fields of the same length.
                 unsafe {
-                    self.graph.set_arg(node, 0, prev.slice(out.clone())?)?;
-                    self.graph.set_arg(node, 1, cur.slice(u)?)?;
-                    self.graph.set_arg(node, 2, next.slice_mut(out)?)?;
+                    self.graph.set_arg(node, 0, prev.read())?;
+                    self.graph.set_arg(node, 1, cur.read())?;
+                    self.graph.set_arg(node, 2, next.write())?;
                 }
             }
             let value = source[first + step];
@@ -713,7 +721,7 @@ fn in_rounds(
         let (first, last) = (r * k, r * k + k - 1);
         for ((part, round), timeline) in parts.iter().zip(rounds.iter_mut()).zip(timelines.iter_mut()) {
             timeline.span(&part.compute, "compute", "round", Kind::Kernel, || {
-                round.replay(&part.compute, part.band, g, first, source)
+                round.replay(&part.compute, g, first, source)
             })?;
         }
         if last + 1 < source.len() {

@@ -14,11 +14,15 @@ pub(super) fn wave_step(block: &Block, args: &Args) -> Fault<()> {
 }
 
 /// `wave_rows`: `wave_step` for rows `[row_begin, row_end)` only, of
-/// `u_prev` and `u_next` held from `row_begin` and `u` from `u_first`.
+/// `u_prev` and `u_next` held from `out_first` and `u` from `u_first`.
 pub(super) fn wave_rows(block: &Block, args: &Args) -> Fault<()> {
-    let (begin, end, u_first) = (args.u32(5)? as usize, args.u32(6)? as usize, args.u32(7)? as usize);
-    let (c2, src_x, src_y, src) = (args.f32(8)?, args.u32(9)? as usize, args.u32(10)? as usize, args.f32(11)?);
-    rows(block, args, begin..end, [begin, u_first], c2, (src_x, src_y, src))
+    let (begin, end) = (args.u32(5)? as usize, args.u32(6)? as usize);
+    let (out_first, u_first) = (args.u32(7)? as usize, args.u32(8)? as usize);
+    let (c2, src_x, src_y, src) = (args.f32(9)?, args.u32(10)? as usize, args.u32(11)? as usize, args.f32(12)?);
+    if out_first > begin || u_first > out_first {
+        return Err("wave_rows: out_first must be at most row_begin, and u_first at most out_first".into());
+    }
+    rows(block, args, begin..end, [out_first, u_first], c2, (src_x, src_y, src))
 }
 
 /// The rows of `range` that `block` covers (its block row counted from
