@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the HTML page in a real browser: a medium-size run of every
+# Checks the HTML page in a real browser: a small run of every
 # backend present, rendered by headless Chromium. Fails unless the page is
 # under 200 KB per device run (400 KB for four backends), its DOM has the
 # report tables and the snapshot images, and the screenshot shows timeline
@@ -19,7 +19,7 @@ fi
 dir=target/html-check
 rm -rf "$dir"
 mkdir -p "$dir"
-cargo xtask conform --backend all --size medium --html "$dir/page.html" --json "$dir/report.json" >"$dir/conform.log"
+cargo xtask conform --backend all --size small --html "$dir/page.html" --json "$dir/report.json" >"$dir/conform.log"
 runs=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["runs"]))' "$dir/report.json")
 bytes=$(stat -c %s "$dir/page.html")
 echo "page: $bytes bytes for $runs device runs"

@@ -14,9 +14,12 @@
 //! the round's last two fields (the stencil reads two time levels), with
 //! peer copies ([`hetero::Stream::copy_peer`]); the typed layer orders each
 //! copy after the neighbour's kernels and the next steps after the copy,
-//! on the devices, per row range: each launch passes only the rows it
+//! on the devices, per row range: an eager launch passes only the rows it
 //! reads and writes, so work on other rows of a field never waits for a
-//! copy. Each cell is computed with the same arithmetic from the same
+//! copy (a round's graph passes whole fields: a replay is tracked as one
+//! operation over every row it touches anyway, and OpenCL would make a
+//! sub-buffer for each offset, which NVIDIA's driver charges every launch
+//! for). Each cell is computed with the same arithmetic from the same
 //! values as on one device, so the snapshots must equal the single-device
 //! `sync` run's bit for bit, whatever `k`.
 //!
