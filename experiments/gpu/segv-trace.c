@@ -68,27 +68,17 @@ static void on_fault(int sig, siginfo_t *info, void *context) {
   raise(sig);
 }
 
-struct start {
-  void *(*routine)(void *);
-  void *arg;
-};
+static int wraps(void *(*routine)(void *)) {
+  (void)routine;
+  return 1;
+}
 
-static void *trampoline(void *p) {
-  struct start s = *(struct start *)p;
-  free(p);
+static void *run_thread(void *(*routine)(void *), void *arg) {
   give_altstack();
-  return s.routine(s.arg);
+  return routine(arg);
 }
 
-int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*routine)(void *), void *arg) {
-  static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-  if (!real) real = dlsym(RTLD_NEXT, "pthread_create");
-  struct start *s = malloc(sizeof *s);
-  if (!s) return real(thread, attr, routine, arg);
-  s->routine = routine;
-  s->arg = arg;
-  return real(thread, attr, trampoline, s);
-}
+#include "thread-start.h"
 
 __attribute__((constructor)) static void install(void) {
   void *warm[1];

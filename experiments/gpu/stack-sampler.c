@@ -74,33 +74,25 @@ static int tick_this_thread(timer_t *t) {
   return timer_settime(*t, 0, &every, NULL);
 }
 
-struct start {
-  void *(*routine)(void *);
-  void *arg;
-};
+/* Threads the executable starts (their start routine is in it, not in a
+ * shared library such as a driver), with SAMPLER_THREADS=all. */
+static int wraps(void *(*routine)(void *)) {
+  const char *which = getenv("SAMPLER_THREADS");
+  Dl_info of_routine;
+  return which && strcmp(which, "all") == 0 && dladdr((void *)routine, &of_routine) && of_routine.dli_fname &&
+         !strstr(of_routine.dli_fname, ".so");
+}
 
-static void *trampoline(void *p) {
-  struct start s = *(struct start *)p;
-  free(p);
+/* Runs routine(arg) with a timer of the thread's own. */
+static void *run_thread(void *(*routine)(void *), void *arg) {
   timer_t t;
   int ticking = tick_this_thread(&t) == 0;
-  void *result = s.routine(s.arg);
+  void *result = routine(arg);
   if (ticking) timer_delete(t);
   return result;
 }
 
-int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*routine)(void *), void *arg) {
-  static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-  if (!real) real = dlsym(RTLD_NEXT, "pthread_create");
-  const char *which = getenv("SAMPLER_THREADS");
-  Dl_info of_routine;
-  int ours = dladdr((void *)routine, &of_routine) && of_routine.dli_fname && !strstr(of_routine.dli_fname, ".so");
-  struct start *s = which && strcmp(which, "all") == 0 && ours ? malloc(sizeof *s) : NULL;
-  if (!s) return real(thread, attr, routine, arg);
-  s->routine = routine;
-  s->arg = arg;
-  return real(thread, attr, trampoline, s);
-}
+#include "thread-start.h"
 
 static int by_frames(const void *a, const void *b) {
   const struct sample *x = a, *y = b;
