@@ -31,12 +31,12 @@
 //! halos, the longest round), both in replayed rounds and with eager
 //! launches ([`Alone`]): where the faster of those is faster a step than
 //! every round tried on all devices, `split-overlap` declines to split and
-//! runs on the first device alone, as the faster schedule
-//! ([`declines`]; its `devices` metric says so), since splitting a grid
-//! too small for it only costs time (and replaying rounds costs more than
-//! eager launches where a backend replays a graph launch by launch). The trials' snapshots
-//! are checked bit for bit too, so the split over all devices is checked
-//! even where it is declined.
+//! runs on the first device alone, as the faster schedule ([`declines`];
+//! its `devices` metric says so), since splitting a grid too small for it
+//! only costs time (and replaying rounds can cost more than eager launches
+//! where a backend replays a graph launch by launch). The trials'
+//! snapshots are checked bit for bit too, so the split over all devices is
+//! checked even where it is declined.
 //!
 //! - `split-sync`: one stream per device, every step an eager launch; a
 //!   round's halo copies follow its last step on that stream.
