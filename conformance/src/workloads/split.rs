@@ -980,11 +980,6 @@ pub fn run(
             Some(a) if declined && split == Split::Overlap => (&contexts[..1], a.split(), a.k),
             _ => (&contexts[..], split, k),
         };
-        // A whole untimed run first: what a run allocates as it goes
-        // (OpenCL's staging buffers, one for each halo copy in flight, more
-        // than the shorter trials need) is then in place before the timed
-        // one starts its clock.
-        run_split(devices, env.tuning, env.clock, g, source, schedule, k)?;
         let run = run_split(devices, env.tuning, env.clock, g, source, schedule, k)?;
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
