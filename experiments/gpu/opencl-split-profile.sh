@@ -7,10 +7,11 @@
 # Where OpenCL's split wave spends the host's time on NVIDIA's driver:
 # for each size, `conform --device all --workload wave --wave-variants
 # graph,split-overlap` once plain (reports wave-opencl-SIZE.{json,md,log})
-# and once with stack-sampler.so preloaded (every thread's stacks every
-# millisecond, wave-opencl-SIZE-samples.txt.PID, with that run's reports
-# -sampled). Summarise a samples file here with the unstripped build of
-# the same conform:
+# and once with stack-sampler.so preloaded (the stacks of the main thread
+# and of the threads conform starts, every millisecond, in
+# wave-opencl-SIZE-samples.txt.PID, with that run's reports -sampled).
+# Summarise a samples file here with the unstripped build of the same
+# conform:
 #
 #   python3 experiments/gpu/stack_samples.py FILE target/release/conform --within in_rounds
 set -uo pipefail
@@ -32,8 +33,9 @@ for size in "${sizes[@]}"; do
   echo "exit $?"
   grep -E "^(overlap|split|PASS|FAIL)" "$out/$name.log" | tail -n 12
   echo "== the same, stacks sampled"
-  timeout 240 env LD_PRELOAD="$work/stack-sampler.so" SAMPLER_THREADS=all SAMPLER_US=1000 SAMPLER_OUT="$out/$name-samples.txt" "$conform" "${args[@]}" \
-    --size "$size" --json "$out/$name-sampled.json" >"$out/$name-sampled.log" 2>&1
+  sampler=(LD_PRELOAD="$work/stack-sampler.so" SAMPLER_THREADS=all SAMPLER_US=1000 SAMPLER_OUT="$out/$name-samples.txt")
+  timeout 240 env "${sampler[@]}" "$conform" "${args[@]}" --size "$size" --json "$out/$name-sampled.json" \
+    >"$out/$name-sampled.log" 2>&1
   echo "exit $?"
   grep -E "^(split|PASS|FAIL)" "$out/$name-sampled.log" | tail -n 6
 done

@@ -45,7 +45,9 @@ def main():
 
     def name(frame):
         obj, _, off = frame.rpartition("+")
-        if obj != exe and not exe.startswith(obj) and not obj.startswith(exe.split("-")[0]):
+        # The sampled executable may be a stripped copy of BINARY whose name
+        # BINARY's begins with (conform for conform-unstripped).
+        if not exe.startswith(obj):
             return obj
         at = bisect.bisect_right(addrs, int(off, 16) - 1) - 1
         return table[at][1] if at >= 0 else frame
