@@ -1,8 +1,9 @@
 //! `HETERO_OPENCL_BRIDGE` chooses how a wait across OpenCL contexts (a
 //! staged peer copy's halves, a wait on another context's event) learns
-//! that its source completed: a thread waiting for it (`thread`, the
-//! default; `auto` is the same) or a completion callback (`callback`). A value that is not understood
-//! makes opening the devices fail with a message naming it. One test per
+//! that its source completed: hetero's thread polling it (`thread`, the
+//! default; `auto` is the same) or a completion callback (`callback`). A
+//! value that is not understood makes opening the devices fail with a
+//! message naming it. One test per
 //! process: it sets the variables before any device is opened. With one
 //! OpenCL device it checks the refusal only (CI also runs it with
 //! `POCL_DEVICES="pthread pthread"`).

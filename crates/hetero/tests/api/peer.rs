@@ -378,7 +378,10 @@ pub fn a_failed_far_read_leaves_the_far_buffer_usable(a: &Context, b: &Context) 
 /// streams of one device, pulled and pushed, one stream held by a gate
 /// meanwhile: each copy's staging bytes are its own until its last write
 /// completes (defect guarded: a pooled staging buffer taken again while a
-/// copy still used it hands one copy's bytes to another).
+/// copy still used it hands one copy's bytes to another). The copies
+/// need 96 MiB of staging, past the pool's budget, so later copies wait
+/// for busy buffers, some held by the gate: with that wait unbounded the
+/// host never returned from `copy_peer` to open it.
 pub fn large_peer_copies_in_flight_keep_their_own_bytes(a: &Context, b: &Context) {
     let (a, b) = (a.clone(), b.clone());
     within(60, "large peer copies in flight", move || {

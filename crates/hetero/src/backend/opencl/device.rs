@@ -73,7 +73,7 @@ pub struct OpenClDevice {
     /// streams ([`StagingPool`]).
     staging: StagingPool,
     /// Whether this device's waits across contexts are completed by
-    /// waiting threads rather than callbacks ([`bridge::BRIDGE_ENV`]).
+    /// the polling thread rather than callbacks ([`bridge::BRIDGE_ENV`]).
     bridges_by_thread: bool,
 }
 
@@ -222,7 +222,7 @@ impl OpenClDevice {
         (from, source, src): (&OpenClDevice, View, DeviceRange),
         (to, target, dst): (&OpenClDevice, View, DeviceRange),
     ) -> Result<()> {
-        let lease = self.staging.take(src.len)?;
+        let lease = self.staging.take(src.len, &self.queues)?;
         let bytes = lease.ptr();
         let pull = std::ptr::eq(self, to);
         let theirs = if pull { from.peer_queue(near)? } else { to.peer_queue(near)? };
