@@ -232,12 +232,13 @@ impl Drop for ClMemory {
 //
 // Mapping a buffer costs the host far more than a copy's enqueue (on
 // NVIDIA's driver about 0.36 ms a MiB: 42% of the split wave's enqueueing
-// on two H200s, with the host 40 copies ahead of the devices). So a pool
-// holding `STAGING_BUDGET` bytes waits for its oldest busy buffer rather
-// than map another, which bounds how far the host runs ahead with
-// staged copies; but only for `STAGING_WAIT`: the buffer's last command
-// may be held behind a gate that the host opens only later, and an
-// unbounded wait would then never end.
+// on two H200s, with the host 40 copies of 1 MiB ahead of the devices).
+// So a pool holding `STAGING_BUDGET` bytes waits for its oldest busy
+// buffer rather than map another, which bounds how far the host runs
+// ahead with staged copies (there, 8 MiB took the split from 60.6-68.1 ms
+// with 32 MiB to 49.7-50.4); but only for `STAGING_WAIT`: the buffer's
+// last command may be held behind a gate that the host opens only later,
+// and an unbounded wait would then never end.
 //
 // Invariant: a slot in the pool is either idle (no event, or a finished
 // one) or in use by commands that end with its event; the pool waits for
@@ -251,7 +252,7 @@ const MAX_IDLE: usize = 8;
 
 /// Bytes of staging buffers past which a copy waits for a busy buffer
 /// rather than map another (the section comment above).
-const STAGING_BUDGET: usize = 32 << 20;
+const STAGING_BUDGET: usize = 8 << 20;
 
 /// The longest a copy waits for a busy staging buffer before it maps
 /// another all the same.
