@@ -233,12 +233,14 @@ impl Drop for ClMemory {
 // Mapping a buffer costs the host far more than a copy's enqueue (on
 // NVIDIA's driver about 0.36 ms a MiB: 42% of the split wave's enqueueing
 // on two H200s, with the host 40 copies of 1 MiB ahead of the devices).
-// So a pool holding `STAGING_BUDGET` bytes waits for its oldest busy
-// buffer rather than map another, which bounds how far the host runs
-// ahead with staged copies (there, 8 MiB took the split from 60.6-68.1 ms
-// with 32 MiB to 49.7-50.4); but only for `STAGING_WAIT`: the buffer's
-// last command may be held behind a gate that the host opens only later,
-// and an unbounded wait would then never end.
+// So a pool holding `STAGING_BUDGET` bytes in at least
+// `STAGING_MIN_BUFFERS` buffers waits for its oldest busy buffer rather
+// than map another, which bounds how far the host runs ahead with staged
+// copies (there, 8 MiB took the split from 60.6-68.1 ms with 32 MiB to
+// 49.7-50.4; without the floor, rounds whose halos take 4 MiB let the host
+// only two copies ahead: 70.5 ms, against 56.7 with it); but only for
+// `STAGING_WAIT`: the buffer's last command may be held behind a gate that
+// the host opens only later, and an unbounded wait would then never end.
 //
 // Invariant: a slot in the pool is either idle (no event, or a finished
 // one) or in use by commands that end with its event; the pool waits for
@@ -253,6 +255,11 @@ const MAX_IDLE: usize = 8;
 /// Bytes of staging buffers past which a copy waits for a busy buffer
 /// rather than map another (the section comment above).
 const STAGING_BUDGET: usize = 8 << 20;
+
+/// Buffers a pool holds before it waits, whatever their bytes: large
+/// copies still keep this many in flight (at 8 MiB alone, copies of 4 MiB
+/// would let the host only two ahead).
+const STAGING_MIN_BUFFERS: usize = 8;
 
 /// The longest a copy waits for a busy staging buffer before it maps
 /// another all the same.
@@ -321,8 +328,8 @@ impl StagingPool {
     }
 
     /// An idle buffer of at least `len` bytes (the smallest such), or, where
-    /// the pool holds [`STAGING_BUDGET`] bytes, the oldest busy one once it
-    /// is idle (waiting at most [`STAGING_WAIT`]), or else a new one of the
+    /// the pool holds [`STAGING_BUDGET`] bytes in at least
+    /// [`STAGING_MIN_BUFFERS`] buffers, the oldest busy one once it is idle (waiting at most [`STAGING_WAIT`]), or else a new one of the
     /// next power of two (at least [`MIN_STAGING`], at most the largest
     /// allocation). Before it waits it flushes `queues`, the device's.
     pub(super) fn take(&self, len: usize, queues: &Queues) -> Result<Lease<'_>> {
@@ -351,7 +358,11 @@ impl StagingPool {
                 .filter_map(|slot| Some((slot.taken, Arc::clone(slot.last.as_ref()?))))
                 .min_by_key(|(taken, _)| *taken);
             match oldest {
-                Some((_, busy)) if held.saturating_add(size) > STAGING_BUDGET && Instant::now() < deadline => {
+                Some((_, busy))
+                    if held.saturating_add(size) > STAGING_BUDGET
+                        && slots.len() >= STAGING_MIN_BUFFERS
+                        && Instant::now() < deadline =>
+                {
                     drop(slots);
                     queues.flush_all();
                     while !settled(&busy) && Instant::now() < deadline {
