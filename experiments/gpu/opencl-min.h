@@ -107,6 +107,19 @@ static cl_device_id first_device(cl_platform_id *platform) {
   exit(1);
 }
 
+/* A context for first_device(): the device in *device, its name in
+ * name[len]. Exits when there is none or the context cannot be made. */
+static cl_context first_context(cl_device_id *device, char *name, size_t len) {
+  cl_platform_id platform = NULL;
+  *device = first_device(&platform);
+  memset(name, 0, len);
+  clGetDeviceInfo(*device, CL_DEVICE_NAME, len - 1, name, NULL);
+  cl_int err;
+  cl_context ctx = clCreateContext(NULL, 1, device, NULL, NULL, &err);
+  check(err, "clCreateContext");
+  return ctx;
+}
+
 /* Kernel `name` of the program built from `count` source strings with
  * `options`; prints the build log and exits when the build fails. */
 static cl_kernel build_kernel(cl_context ctx, cl_device_id device, cl_uint count, const char **sources,

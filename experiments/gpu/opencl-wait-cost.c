@@ -144,13 +144,10 @@ int main(int argc, char **argv) {
   double run_ms = argc > 1 ? atof(argv[1]) : 50;
   int reps = argc > 2 ? atoi(argv[2]) : 5;
   if (reps > 32) reps = 32;
-  cl_platform_id platform;
-  cl_device_id device = first_device(&platform);
-  char name[256] = {0};
-  clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+  cl_device_id device;
+  char name[256];
+  cl_context ctx = first_context(&device, name, sizeof name);
   cl_int err;
-  cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-  check(err, "clCreateContext");
   queue = clCreateCommandQueue(ctx, device, 0, &err);
   check(err, "clCreateCommandQueue");
   kernel = build_kernel(ctx, device, 1, &source, "", "spin");

@@ -178,13 +178,10 @@ int main(int argc, char **argv) {
        *wave = slurp(argv[1], "portable/wave.kern");
   const char *parts[5] = {prelude, "\n", common, "\n#line 1\n", wave};
 
-  cl_platform_id platform = NULL;
-  cl_device_id device = first_device(&platform);
-  char name[256] = {0};
-  clGetDeviceInfo(device, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+  cl_device_id device;
+  char name[256];
+  cl_context ctx = first_context(&device, name, sizeof name);
   cl_int err;
-  cl_context ctx = clCreateContext(NULL, 1, &device, NULL, NULL, &err);
-  check(err, "clCreateContext");
   w.queue = clCreateCommandQueue(ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
   check(err, "clCreateCommandQueue");
   w.kernel = build_kernel(ctx, device, 5, parts, "-cl-std=CL1.2", "wave_step");
