@@ -1,10 +1,11 @@
 //! `HETERO_OPENCL_BRIDGE` chooses how a wait across OpenCL contexts (a
 //! staged peer copy's halves, a wait on another context's event) learns
-//! that its source completed: hetero's thread polling it (`thread`, the
-//! default; `auto` is the same) or a completion callback (`callback`). A
-//! value that is not understood makes opening the devices fail with a
-//! message naming it. One test per
-//! process: it sets the variables before any device is opened. With one
+//! that its source completed: hetero's one thread polling every source
+//! (`poll`), a thread blocked on each (`thread`) or a completion callback
+//! (`callback`); `auto`, the default, polls except on rusticl. A value
+//! that is not understood makes opening the devices fail with a message
+//! naming it. One test per process: it sets the variables before any
+//! device is opened. With one
 //! OpenCL device it checks the refusal only (CI also runs it with
 //! `POCL_DEVICES="pthread pthread"`).
 
@@ -66,10 +67,10 @@ fn bridges_follow_the_environment() {
     // SAFETY: this test binary has one test, and no other thread reads the
     // environment while it is set.
     unsafe { std::env::set_var("HETERO_OPENCL_CONTEXT", "device") };
-    if !opencl_env::refuses(ENV, "poll", &["\"poll\"", "`thread`"]) {
+    if !opencl_env::refuses(ENV, "spin", &["\"spin\"", "`poll`", "`thread`"]) {
         return;
     }
-    for value in ["thread", "callback", "auto"] {
+    for value in ["poll", "thread", "callback", "auto"] {
         // SAFETY: as above.
         unsafe { std::env::set_var(ENV, value) };
         // A bridge that never completes would hang the copies: fail instead.

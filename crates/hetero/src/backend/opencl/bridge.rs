@@ -1,9 +1,11 @@
 //! Waits across OpenCL contexts. A wait list takes events of one context
 //! only, so a queue waits for another context's event through a bridge: a
 //! user event of its own context that completes with the source event
-//! ([`make`]), by the process's polling thread ([`Poller`]) or by a
-//! completion callback ([`BRIDGE_ENV`] chooses).
+//! ([`make`]), by the process's polling thread ([`Poller`]), by a thread
+//! blocked on the source ([`Waiters`]) or by a completion callback
+//! ([`BRIDGE_ENV`] chooses, [`Via`]).
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -21,33 +23,51 @@ pub(super) enum Bridged {
     Settled,
 }
 
-/// Chooses how a [`make`] learns that its source completed: `thread`, the
-/// default (one thread of the process polls every pending source,
-/// [`Poller`]; `auto` is the same), or `callback` (`clSetEventCallback`:
-/// no thread, the user event completed from inside the driver's callback).
-/// On two H200s (`experiments/gpu/opencl-wait-cost.c`) NVIDIA's driver
-/// delivers a callback about 10 ms after its event completed, and a thread
-/// in `clWaitForEvents` spins a core on `sched_yield` until then (64 such
-/// threads kept 31 cores busy), while one thread reading the status in a
-/// loop learnt of it within 11 µs. PoCL's callbacks come at once, but a
-/// wait bridged by callback there once never ended in CI
-/// (`a_wait_on_a_peer_event_ends_with_its_event`, cause not found), and
-/// PoCL's callbacks have reported defects (pocl/pocl#1430: none when a
-/// user event fails; pocl/pocl#2215: a callback run inline while the event
-/// may be freed), so the thread is the default everywhere. See
+/// How a [`make`] learns that its source completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Via {
+    /// The [`Poller`]: one thread reads every pending source's status.
+    Poll,
+    /// The [`Waiters`]: a thread blocked in `clWaitForEvents` per pending
+    /// bridge, at most [`MAX_WAITERS`], callbacks past them.
+    Thread,
+    /// A completion callback (`clSetEventCallback`).
+    Callback,
+}
+
+/// Chooses how a [`make`] learns that its source completed: `poll` (one
+/// thread of the process reads every pending source's status, [`Poller`]),
+/// `thread` (a thread blocked on each, [`Waiters`]) or `callback`
+/// (`clSetEventCallback`: no thread, the user event completed from inside
+/// the driver's callback); `auto`, the default, polls except on Mesa's
+/// rusticl, where an event's status did not reach complete while a later
+/// command of its queue waited for a user event, until something waited
+/// on it (`a_wait_on_a_peer_event_ends_with_its_event` hung there polled),
+/// so it takes threads. On two H200s (`experiments/gpu/opencl-wait-cost.c`)
+/// NVIDIA's driver delivers a callback about 10 ms after its event
+/// completed, and a thread in `clWaitForEvents` spins a core on
+/// `sched_yield` until then (64 such threads kept 31 cores busy), while
+/// one thread reading the status in a loop learnt of it within 11 µs.
+/// PoCL's callbacks come at once, but a wait bridged by callback there
+/// once never ended in CI (`a_wait_on_a_peer_event_ends_with_its_event`,
+/// cause not found), and PoCL's callbacks have reported defects
+/// (pocl/pocl#1430: none when a user event fails; pocl/pocl#2215: a
+/// callback run inline while the event may be freed). See
 /// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
 
-/// Whether bridges go by the [`Poller`], as [`BRIDGE_ENV`] says; an error for
-/// a value hetero does not know.
-pub(super) fn bridges_by_thread() -> Result<bool> {
+/// How bridges of a device of `platform` go, as [`BRIDGE_ENV`] says; an
+/// error for a value hetero does not know.
+pub(super) fn via(platform: &str) -> Result<Via> {
     match std::env::var(BRIDGE_ENV).as_deref() {
-        Err(_) | Ok("" | "auto" | "thread") => Ok(true),
-        Ok("callback") => Ok(false),
+        Err(_) | Ok("" | "auto") if platform.starts_with("rusticl") => Ok(Via::Thread),
+        Err(_) | Ok("" | "auto" | "poll") => Ok(Via::Poll),
+        Ok("thread") => Ok(Via::Thread),
+        Ok("callback") => Ok(Via::Callback),
         Ok(other) => Err(super::error::error(
             "discover",
             crate::ErrorKind::Config,
-            format!("{BRIDGE_ENV}={other:?}: give `thread` (the default) or `callback`"),
+            format!("{BRIDGE_ENV}={other:?}: give `auto` (the default), `poll`, `thread` or `callback`"),
         )),
     }
 }
@@ -56,13 +76,12 @@ pub(super) fn bridges_by_thread() -> Result<bool> {
 /// with its status when it fails and `kind` is [`Bridged::Inherit`]: a
 /// wait across contexts, which OpenCL's wait lists do not allow. `event`'s
 /// queue must be flushed for it to complete (a poll does not flush it).
-/// With `by_thread` the [`Poller`] completes the bridge, else (or where
-/// its thread cannot be started) a completion callback does. `None` where `event` has completed
-/// already: there is nothing to wait for (an idle stream's last command,
+/// `via` names what completes the bridge; a completion callback does
+/// where no thread can be had. `None` where `event` has completed already: there is nothing to wait for (an idle stream's last command,
 /// typically), and a bridge would cost a hop through the host.
 pub(super) fn make(
     event: &Arc<Event>,
-    by_thread: bool,
+    via: Via,
     context: &opencl3::context::Context,
     kind: Bridged,
 ) -> Result<Option<Arc<Event>>> {
@@ -71,18 +90,19 @@ pub(super) fn make(
     }
     let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
     let user = Event::new(raw);
-    // SAFETY: raw is a live event; the polling thread or the callback owns
+    // SAFETY: raw is a live event; the thread or the callback that completes it owns
     // this second reference and releases it.
     unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
     let pending = Pending { source: Arc::clone(event), user: UserRef(raw), kind };
-    let pending = if by_thread {
-        match POLLER.hand(pending) {
-            Ok(()) => return Ok(Some(Arc::new(user))),
-            // The thread could not be started: a callback completes this one.
-            Err(pending) => pending,
-        }
-    } else {
-        pending
+    let handed = match via {
+        Via::Poll => POLLER.hand(pending),
+        Via::Thread => WAITERS.hand(pending),
+        Via::Callback => Err(pending),
+    };
+    // Where no thread could be had, a callback completes this one.
+    let pending = match handed {
+        Ok(()) => return Ok(Some(Arc::new(user))),
+        Err(pending) => pending,
     };
     let callback = match kind {
         Bridged::Inherit => release_bridge,
@@ -125,6 +145,25 @@ impl Pending {
         };
         Some(if self.kind == Bridged::Inherit { status } else { CL_COMPLETE })
     }
+
+    /// Waits until the source has completed or failed, then completes the
+    /// user event as `kind` says and releases it.
+    fn complete(self) {
+        let status = loop {
+            let waited = self.source.wait();
+            match self.source.command_execution_status() {
+                Ok(s) if s.0 < 0 => break s.0,
+                Ok(s) if s.0 == CL_COMPLETE => break CL_COMPLETE,
+                // Not yet complete although waited for (a driver whose
+                // status lags): wait again, without spinning on an error.
+                Ok(_) if waited.is_ok() => continue,
+                Ok(_) => std::thread::sleep(std::time::Duration::from_micros(100)),
+                Err(e) => break e.0.min(-1),
+            }
+        };
+        let status = if self.kind == Bridged::Inherit { status } else { CL_COMPLETE };
+        release_with(self.user.0.cast(), status);
+    }
 }
 
 /// The thread that completes bridges: it reads the status of every
@@ -149,7 +188,8 @@ struct Poller {
 
 static POLLER: LazyLock<Poller> = LazyLock::new(|| Poller { sender: Mutex::new(None) });
 
-/// How long the thread stays with nothing pending before it ends.
+/// How long a bridge thread (the poller or a waiter) stays with nothing
+/// to do before it ends.
 const IDLE: Duration = Duration::from_secs(1);
 /// Below this age of the youngest bridge and of the last completion the
 /// thread yields between rounds instead of sleeping: work that exchanges
@@ -243,6 +283,92 @@ impl Poller {
     }
 }
 
+/// The threads that complete bridges, each waiting for one source at a
+/// time, so that no bridge waits behind another's source: a source held
+/// behind a closed gate holds only its own bridge, whatever the order the
+/// bridges were made in (`a_wait_on_a_peer_event_ends_with_its_event`).
+/// A bridge goes to an idle thread, or to a new one where none is idle
+/// and fewer than [`MAX_WAITERS`] live; past that, to a callback (later on
+/// NVIDIA, as correct). A thread idle for [`IDLE`] ends. One set for the
+/// process.
+struct Waiters {
+    /// The idle threads: an id and the sender of each.
+    idle: Mutex<Vec<(u64, Sender<Pending>)>>,
+    /// The next thread's id.
+    next: AtomicU64,
+    /// Threads started and not ended.
+    live: AtomicUsize,
+}
+
+static WAITERS: LazyLock<Waiters> =
+    LazyLock::new(|| Waiters { idle: Mutex::new(Vec::new()), next: AtomicU64::new(0), live: AtomicUsize::new(0) });
+
+/// Most waiting threads at once: bridges pending beyond them (thousands of
+/// copies enqueued ahead, say) go by callback rather than by a thread each.
+const MAX_WAITERS: usize = 64;
+
+impl Waiters {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Sender<Pending>)>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Gives `pending` to an idle thread, or to a new one; gives it back
+    /// where [`MAX_WAITERS`] are busy or no thread could be started.
+    fn hand(&'static self, mut pending: Pending) -> std::result::Result<(), Pending> {
+        loop {
+            let Some((_, sender)) = self.idle().pop() else { break };
+            match sender.send(pending) {
+                Ok(()) => return Ok(()),
+                // A thread that has ended (each holds its own sender, so
+                // none should): the next one.
+                Err(back) => pending = back.0,
+            }
+        }
+        if self.live.fetch_add(1, Ordering::Relaxed) >= MAX_WAITERS {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            return Err(pending);
+        }
+        let (sender, receiver) = std::sync::mpsc::channel::<Pending>();
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let own = sender.clone();
+        let started = std::thread::Builder::new()
+            .name("hetero-cl-bridge".into())
+            .stack_size(64 * 1024)
+            .spawn(move || self.serve(id, &own, &receiver));
+        if started.is_err() {
+            self.live.fetch_sub(1, Ordering::Relaxed);
+            return Err(pending);
+        }
+        sender.send(pending).map_err(|back| back.0)
+    }
+
+    /// A thread's loop: completes each bridge it is given, then offers
+    /// itself as idle; ends once idle for [`IDLE`] and still listed (a
+    /// thread taken off the list meanwhile has a bridge on its way).
+    fn serve(&self, id: u64, own: &Sender<Pending>, receiver: &Receiver<Pending>) {
+        loop {
+            match receiver.recv_timeout(IDLE) {
+                Ok(pending) => {
+                    pending.complete();
+                    self.idle().push((id, own.clone()));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut idle = self.idle();
+                    if let Some(at) = idle.iter().position(|(k, _)| *k == id) {
+                        idle.swap_remove(at);
+                        self.live.fetch_sub(1, Ordering::Relaxed);
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.live.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// The completion callback of an inheriting [`make`]: completes the user
 /// event in `data` with the source event's status, and releases it.
 extern "C" fn release_bridge(
@@ -311,8 +437,10 @@ mod tests {
         let context = Arc::clone(&devices.remove(0).context);
         let sources: Vec<Arc<Event>> =
             (0..200).map(|_| Arc::new(Event::new(create_user_event(context.get()).unwrap()))).collect();
-        let bridges: Vec<Arc<Event>> =
-            sources.iter().map(|source| make(source, true, &context, Bridged::Inherit).unwrap().unwrap()).collect();
+        let bridges: Vec<Arc<Event>> = sources
+            .iter()
+            .map(|source| make(source, Via::Poll, &context, Bridged::Inherit).unwrap().unwrap())
+            .collect();
         assert!(bridge_threads() <= 1, "{} bridge threads", bridge_threads());
         for (i, source) in sources.iter().enumerate().rev() {
             let want = if i % 7 == 0 { -5 } else { CL_COMPLETE };

@@ -72,9 +72,9 @@ pub struct OpenClDevice {
     /// Pinned buffers for the staged peer copies made on this device's
     /// streams ([`StagingPool`]).
     staging: StagingPool,
-    /// Whether this device's waits across contexts are completed by
-    /// the polling thread rather than callbacks ([`bridge::BRIDGE_ENV`]).
-    bridges_by_thread: bool,
+    /// What completes this device's waits across contexts
+    /// ([`bridge::BRIDGE_ENV`]).
+    bridges: bridge::Via,
 }
 
 /// Peer queues a device keeps (one per near stream) before it lets idle ones go.
@@ -170,7 +170,7 @@ impl OpenClDevice {
             staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
             queues: Queues::new(info.platform.starts_with("rusticl")),
-            bridges_by_thread: bridge::bridges_by_thread()?,
+            bridges: bridge::via(&info.platform)?,
             max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,
@@ -266,7 +266,7 @@ impl OpenClDevice {
             if pull {
                 let here = queue.recording(false)?;
                 queue.flush()?;
-                if let Some(bridge) = bridge::make(&here, self.bridges_by_thread, &from.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(&here, self.bridges, &from.context, Bridged::Inherit)? {
                     theirs.defer_wait(bridge);
                 }
             }
@@ -278,15 +278,14 @@ impl OpenClDevice {
                 reads.push(done);
             }
             for (&piece, done) in pieces.iter().zip(&reads) {
-                if let Some(bridge) = bridge::make(done, self.bridges_by_thread, &to.context, Bridged::Inherit)? {
+                if let Some(bridge) = bridge::make(done, self.bridges, &to.context, Bridged::Inherit)? {
                     writer.defer_wait(bridge);
                 }
                 last = Some(write(piece)?);
             }
             if !pull {
                 if let Some(written) = &last
-                    && let Some(bridge) =
-                        bridge::make(written, self.bridges_by_thread, &self.context, Bridged::Inherit)?
+                    && let Some(bridge) = bridge::make(written, self.bridges, &self.context, Bridged::Inherit)?
                 {
                     queue.defer_wait(bridge);
                 }
@@ -330,7 +329,7 @@ impl OpenClDevice {
             if self.shares_context(peer) && kind == Bridged::Inherit {
                 // One context: the event goes in the wait list as it is.
                 queue.defer_wait(recorded);
-            } else if let Some(bridge) = bridge::make(&recorded, self.bridges_by_thread, &self.context, kind)? {
+            } else if let Some(bridge) = bridge::make(&recorded, self.bridges, &self.context, kind)? {
                 queue.defer_wait(bridge);
             }
         }
