@@ -56,11 +56,11 @@ pub(super) enum Via {
 /// `docs/results/multi-device-h200x2`.
 pub const BRIDGE_ENV: &str = "HETERO_OPENCL_BRIDGE";
 
-/// How bridges of a device of `platform` go, as [`BRIDGE_ENV`] says; an
-/// error for a value hetero does not know.
-pub(super) fn via(platform: &str) -> Result<Via> {
+/// How bridges of a device go, as [`BRIDGE_ENV`] says (`rusticl`: the
+/// device is Mesa's); an error for a value hetero does not know.
+pub(super) fn via(rusticl: bool) -> Result<Via> {
     match std::env::var(BRIDGE_ENV).as_deref() {
-        Err(_) | Ok("" | "auto") if platform.starts_with("rusticl") => Ok(Via::Thread),
+        Err(_) | Ok("" | "auto") if rusticl => Ok(Via::Thread),
         Err(_) | Ok("" | "auto" | "poll") => Ok(Via::Poll),
         Ok("thread") => Ok(Via::Thread),
         Ok("callback") => Ok(Via::Callback),
@@ -77,7 +77,8 @@ pub(super) fn via(platform: &str) -> Result<Via> {
 /// wait across contexts, which OpenCL's wait lists do not allow. `event`'s
 /// queue must be flushed for it to complete (a poll does not flush it).
 /// `via` names what completes the bridge; a completion callback does
-/// where no thread can be had. `None` where `event` has completed already: there is nothing to wait for (an idle stream's last command,
+/// where no thread can be had. `None` where `event` has completed
+/// already: there is nothing to wait for (an idle stream's last command,
 /// typically), and a bridge would cost a hop through the host.
 pub(super) fn make(
     event: &Arc<Event>,
@@ -90,8 +91,8 @@ pub(super) fn make(
     }
     let raw = opencl3::event::create_user_event(context.get()).map_err(super::error::from_code("clCreateUserEvent"))?;
     let user = Event::new(raw);
-    // SAFETY: raw is a live event; the thread or the callback that completes it owns
-    // this second reference and releases it.
+    // SAFETY: raw is a live event; the thread or the callback that
+    // completes it owns this second reference and releases it.
     unsafe { opencl3::event::retain_event(raw) }.map_err(super::error::from_code("clRetainEvent"))?;
     let pending = Pending { source: Arc::clone(event), user: UserRef(raw), kind };
     let handed = match via {
@@ -149,19 +150,21 @@ impl Pending {
     /// Waits until the source has completed or failed, then completes the
     /// user event as `kind` says and releases it.
     fn complete(self) {
-        let status = loop {
+        loop {
             let waited = self.source.wait();
-            match self.source.command_execution_status() {
-                Ok(s) if s.0 < 0 => break s.0,
-                Ok(s) if s.0 == CL_COMPLETE => break CL_COMPLETE,
-                // Not yet complete although waited for (a driver whose
-                // status lags): wait again, without spinning on an error.
-                Ok(_) if waited.is_ok() => continue,
-                Ok(_) => std::thread::sleep(std::time::Duration::from_micros(100)),
-                Err(e) => break e.0.min(-1),
+            if let Some(status) = self.settled() {
+                return self.release(status);
             }
-        };
-        let status = if self.kind == Bridged::Inherit { status } else { CL_COMPLETE };
+            // Not yet complete although waited for (a driver whose status
+            // lags): wait again, without spinning on an error.
+            if waited.is_err() {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    /// Completes the user event with `status` and releases it.
+    fn release(&self, status: opencl3::types::cl_int) {
         release_with(self.user.0.cast(), status);
     }
 }
@@ -258,12 +261,12 @@ impl Poller {
                 pending.push((more, Instant::now()));
             }
             let before = pending.len();
-            pending.retain(|(bridge, _)| match bridge.settled() {
-                Some(status) => {
-                    release_with(bridge.user.0.cast(), status);
-                    false
+            pending.retain(|(bridge, _)| {
+                let settled = bridge.settled();
+                if let Some(status) = settled {
+                    bridge.release(status);
                 }
-                None => true,
+                settled.is_none()
             });
             let now = Instant::now();
             if pending.len() < before {

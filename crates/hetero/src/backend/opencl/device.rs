@@ -166,11 +166,14 @@ impl OpenClDevice {
         };
         let mapper = Arc::new(stream::create(&context, device.id(), false)?);
         let max_alloc = device.max_mem_alloc_size().map_err(q("clGetDeviceInfo"))?;
+        // Mesa's rusticl: blocking copies waited for (`Queues`), bridges by
+        // blocked threads (`bridge::via`).
+        let rusticl = info.platform.starts_with("rusticl");
         Ok(Self {
             staging: StagingPool::new(Arc::clone(&context), Arc::clone(&mapper), max_alloc),
             mapper,
-            queues: Queues::new(info.platform.starts_with("rusticl")),
-            bridges: bridge::via(&info.platform)?,
+            queues: Queues::new(rusticl),
+            bridges: bridge::via(rusticl)?,
             max_alloc,
             base_align: (device.mem_base_addr_align().map_err(q("clGetDeviceInfo"))? as usize / 8).max(1),
             info,

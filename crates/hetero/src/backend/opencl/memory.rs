@@ -329,7 +329,8 @@ impl StagingPool {
 
     /// An idle buffer of at least `len` bytes (the smallest such), or, where
     /// the pool holds [`STAGING_BUDGET`] bytes in at least
-    /// [`STAGING_MIN_BUFFERS`] buffers, the oldest busy one once it is idle (waiting at most [`STAGING_WAIT`]), or else a new one of the
+    /// [`STAGING_MIN_BUFFERS`] buffers, the oldest busy one once it is
+    /// idle (waiting at most [`STAGING_WAIT`]), or else a new one of the
     /// next power of two (at least [`MIN_STAGING`], at most the largest
     /// allocation). Before it waits it flushes `queues`, the device's.
     pub(super) fn take(&self, len: usize, queues: &Queues) -> Result<Lease<'_>> {
