@@ -825,6 +825,24 @@ pub trait Device: Send + Sync + 'static {
         // SAFETY: the caller's contract, passed on.
         unsafe { self.destroy_graph(graph) }
     }
+    /// Enqueues `nodes` one by one on `stream`, in order: the replay of a
+    /// graph on a backend without graphs of its own. Only the stream's end
+    /// after the last node is observed (by the mark recorded after the
+    /// replay), so a backend may spare the commands before it what it keeps
+    /// for each command's completion (OpenCL returns no event for them). If
+    /// a node fails after others were queued, the stream is synchronised
+    /// before the error returns.
+    ///
+    /// # Safety
+    /// Every handle in `nodes` and `stream` must be owned by the caller, and
+    /// each node must satisfy its own enqueue's contract (the typed layer's
+    /// graphs borrow their buffers and kernels for this).
+    unsafe fn replay_nodes(&self, nodes: &[GraphNode], stream: StreamId) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            replay_each(self, nodes, stream, |kernel, config, args, _last| self.launch(kernel, config, args, stream))
+        }
+    }
     /// Destroys a graph. Launches still queued complete first: the backend
     /// frees the graph only after them.
     ///
@@ -879,12 +897,55 @@ pub fn check_range(backend: Backend, call: &'static str, offset: usize, len: usi
 ///
 /// # Safety
 /// `range.alloc` must be a pinned allocation owned by the caller.
-pub(crate) unsafe fn pinned_address<D: Device>(device: &D, range: DeviceRange) -> Result<*mut u8> {
+pub(crate) unsafe fn pinned_address<D: Device + ?Sized>(device: &D, range: DeviceRange) -> Result<*mut u8> {
     // SAFETY: the caller's contract.
     let (base, size) = unsafe { (device.pinned_ptr(range.alloc)?, device.alloc_size(range.alloc)?) };
     check_range(device.info().backend, "pinned range", range.offset, range.len, size)?;
     // SAFETY: the range lies within the allocation (checked above).
     Ok(unsafe { base.as_ptr().add(range.offset) })
+}
+
+/// [`Device::replay_nodes`] with `launch` enqueueing each launch node; its
+/// last argument says whether the node is the last that enqueues anything.
+/// Events are skipped: recorded order already runs each wait after its
+/// record.
+///
+/// # Safety
+/// As [`Device::replay_nodes`]; `launch` enqueues as [`Device::launch`].
+pub(crate) unsafe fn replay_each<D: Device + ?Sized>(
+    device: &D,
+    nodes: &[GraphNode],
+    stream: StreamId,
+    mut launch: impl FnMut(KernelId, &LaunchConfig, &[KernelArg], bool) -> Result<()>,
+) -> Result<()> {
+    let last = nodes.iter().rposition(|n| !matches!(n.op, GraphOp::Record { .. } | GraphOp::Wait { .. }));
+    for (k, node) in nodes.iter().enumerate() {
+        // SAFETY: the caller's contract: each node's handles and ranges are
+        // valid for its enqueue.
+        let done = unsafe {
+            match &node.op {
+                GraphOp::CopyH2D { src, dst } => {
+                    pinned_address(device, *src).and_then(|host| device.copy_h2d(host, *dst, stream))
+                }
+                GraphOp::CopyD2H { src, dst } => {
+                    pinned_address(device, *dst).and_then(|host| device.copy_d2h(*src, host, stream))
+                }
+                GraphOp::CopyD2D { src, dst } => device.copy_d2d(*src, *dst, stream),
+                GraphOp::Fill { dst, pattern } => device.fill_u32(*dst, *pattern, stream),
+                GraphOp::Launch { kernel, config, args } => launch(*kernel, config, args, Some(k) == last),
+                GraphOp::Record { .. } | GraphOp::Wait { .. } => Ok(()),
+            }
+        };
+        if let Err(e) = done {
+            if k > 0 {
+                // SAFETY: the stream is the caller's; it returns once the
+                // queued nodes are done or can never run.
+                let _ = unsafe { device.synchronize_stream(stream) };
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// Checks that a device-to-device copy's ranges have one length and, within

@@ -821,6 +821,42 @@ pub fn arguments_at_overlapping_offsets_are_released_safely(ctx: &Context) {
     assert_eq!(stream.download(&stream.upload(&[7u32; 4]).unwrap()).unwrap(), [7; 4]);
 }
 
+/// One kernel launched again and again with one argument changed at a
+/// time, all queued before any runs: each launch takes its own values.
+/// Guards OpenCL's kept arguments (a launch sets only those that changed
+/// since the kernel object's last launch): a value wrongly kept would
+/// run a launch with the previous one's. The last launch is on a buffer
+/// made after another was freed, which can have the freed one's handle.
+pub fn launches_take_their_own_arguments_when_one_changes(ctx: &Context) {
+    let kernel = affine(ctx);
+    let stream = ctx.stream().unwrap();
+    let (part, n) = (256usize, 1024usize);
+    let threads = kernel.block_size(BlockRequest::new(64));
+    let launch = |x: &mut hetero::DeviceSliceMut<'_, u32>, len: usize, a: u32, b: u32| {
+        let config = LaunchConfig::covering([len as u32, 1, 1], [threads, 1, 1], 0);
+        // SAFETY: affine_u32 touches the first `len` elements of x, within x.
+        unsafe { stream.launch(&kernel, config, &[(&*x).into(), (len as u32).into(), a.into(), b.into()]) }.unwrap();
+    };
+    let mut x = stream.upload(&vec![1u32; n]).unwrap();
+    let mut y = stream.upload(&vec![1u32; n]).unwrap();
+    launch(&mut x.slice_mut(..).unwrap(), n, 2, 1); // x = 3
+    launch(&mut x.slice_mut(..).unwrap(), n, 2, 3); // b changed: x = 9
+    launch(&mut y.slice_mut(..).unwrap(), n, 2, 3); // the buffer changed: y = 5
+    launch(&mut x.slice_mut(part..).unwrap(), n - part, 2, 3); // an offset and n: x[part..] = 21
+    launch(&mut x.slice_mut(part..).unwrap(), part, 3, 3); // n and a: x[part..2 part] = 66
+    let (gx, gy) = (stream.download(&x).unwrap(), stream.download(&y).unwrap());
+    assert!(gx[..part].iter().all(|&v| v == 9), "x[..part]: {:?}", &gx[..4]);
+    assert!(gx[part..2 * part].iter().all(|&v| v == 66), "x[part..2 part]: {:?}", &gx[part..part + 4]);
+    assert!(gx[2 * part..].iter().all(|&v| v == 21), "x[2 part..]: {:?}", &gx[2 * part..2 * part + 4]);
+    assert!(gy.iter().all(|&v| v == 5), "y: {:?}", &gy[..4]);
+    drop(y);
+    stream.synchronize().unwrap();
+    ctx.trim();
+    let mut z = stream.upload(&vec![1u32; n]).unwrap();
+    launch(&mut z.slice_mut(..).unwrap(), n, 2, 3);
+    assert!(stream.download(&z).unwrap().iter().all(|&v| v == 5), "a buffer made after a free");
+}
+
 /// Gates made one after another, each destroyed before the next is made
 /// (CUDA and HIP reuse a destroyed gate's word for the next gate): a new
 /// gate holds its stream until it is opened, and a stream that waited on

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use opencl3::command_queue::{
@@ -13,8 +14,10 @@ use opencl3::command_queue::{
 use opencl3::context::Context;
 use opencl3::device::Device as ClDevice;
 use opencl3::event::{CL_COMPLETE, Event, create_user_event, set_user_event_status};
-use opencl3::kernel::Kernel;
-use opencl3::types::{CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_command_queue, cl_context, cl_device_id, cl_mem};
+use opencl3::types::{
+    CL_BLOCKING, CL_NON_BLOCKING, cl_bool, cl_command_queue, cl_context, cl_device_id, cl_event, cl_kernel, cl_mem,
+    cl_uint,
+};
 use smallvec::SmallVec;
 
 use super::bridge::{self, Bridged};
@@ -22,7 +25,7 @@ use super::error::{error, from_cl, from_code};
 use super::event::{self, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{self, ClMemory, StagingPool, View};
-use super::module::{self, ClKernel};
+use super::module::{self, ArgValue, ClKernel, Instance};
 use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
@@ -58,6 +61,9 @@ pub struct OpenClDevice {
     streams: Handles<ClStream>,
     events: Handles<ClEvent>,
     allocs: Allocations<ClMemory>,
+    /// Allocations freed so far: kernel objects forget the arguments they
+    /// kept when it changes ([`Instance`]).
+    frees: AtomicU64,
     modules: Handles<opencl3::program::Program>,
     kernels: Handles<ClKernel>,
     graphs: Handles<ClGraph>,
@@ -182,6 +188,7 @@ impl OpenClDevice {
             streams: Handles::new(Backend::OpenCl, "stream"),
             events: Handles::new(Backend::OpenCl, "event"),
             allocs: Allocations::new(Backend::OpenCl),
+            frees: AtomicU64::new(0),
             modules: Handles::new(Backend::OpenCl, "module"),
             kernels: Handles::new(Backend::OpenCl, "kernel"),
             graphs: Handles::new(Backend::OpenCl, "graph"),
@@ -510,33 +517,58 @@ impl OpenClDevice {
     /// As [`Device::launch`]; `instance` is the launched kernel's.
     unsafe fn launch_instance(
         &self,
-        instance: &Mutex<Kernel>,
+        instance: &Mutex<Instance>,
         dynamic_local: bool,
         config: &LaunchConfig,
         args: &[KernelArg],
         stream: StreamId,
+        evented: bool,
     ) -> Result<()> {
         let queue = self.queue("launch", stream)?;
         // SAFETY: the caller's contract, passed on.
         let guard = unsafe { self.bind_args(instance, dynamic_local, config, args) }?;
         let (global, local) = shape(config);
-        // SAFETY: arguments are set; sizes are validated; the caller
+        let (q, k, call) = (queue.queue.get(), guard.get(), "clEnqueueNDRangeKernel");
+        // Both: arguments are set; sizes are validated; the caller
         // guarantees the kernel stays within its buffers; the wait list is
         // valid for the call.
-        let launched = queue.enqueue("clEnqueueNDRangeKernel", &mut |n, list| unsafe {
-            enqueue_nd_range_kernel(
-                queue.queue.get(),
-                guard.get(),
-                3,
-                std::ptr::null(),
-                global.as_ptr(),
-                local.as_ptr(),
-                n,
-                list,
-            )
-        });
+        let launched = if evented {
+            // SAFETY: as above.
+            queue.enqueue(call, &mut |n, list| unsafe {
+                enqueue_nd_range_kernel(q, k, 3, std::ptr::null(), global.as_ptr(), local.as_ptr(), n, list)
+            })
+        } else {
+            // SAFETY: as above.
+            queue.enqueue_unevented(call, &mut |n, list| unsafe {
+                enqueue_kernel_unevented(q, k, &global, &local, n, list)
+            })
+        };
         drop(guard);
         launched
+    }
+
+    /// [`Device::launch`], the command returning an event or not
+    /// ([`ClStream::enqueue_unevented`]).
+    ///
+    /// # Safety
+    /// As [`Device::launch`].
+    unsafe fn launch_as(
+        &self,
+        kernel: KernelId,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        stream: StreamId,
+        evented: bool,
+    ) -> Result<()> {
+        config.validate(&self.info, "launch")?;
+        // The checks under the kernel table's read lock, for the calling
+        // thread's kernel object: every thread launches the same kernels,
+        // so a reference count per launch on the kernel would be a shared write.
+        let (instance, dynamic_local) = self.kernels.with("launch", kernel.0, |kernel| {
+            self.check_launch(kernel, config, args).map(|dynamic_local| (kernel.instance(), dynamic_local))
+        })??;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_instance(&instance, dynamic_local, config, args, stream, evented) }
     }
 
     /// Sets `args` on `instance`, returned locked.
@@ -545,42 +577,36 @@ impl OpenClDevice {
     /// As [`Device::launch`]; `instance` is the launched kernel's.
     unsafe fn bind_args<'k>(
         &self,
-        instance: &'k Mutex<Kernel>,
+        instance: &'k Mutex<Instance>,
         dynamic_local: bool,
         config: &LaunchConfig,
         args: &[KernelArg],
-    ) -> Result<std::sync::MutexGuard<'k, Kernel>> {
+    ) -> Result<std::sync::MutexGuard<'k, Instance>> {
         let mut mems: SmallVec<[cl_mem; INLINE_ARGS]> = SmallVec::new();
         for arg in args {
             if let KernelArg::Buffer { alloc, offset } = *arg {
                 mems.push(self.argument_buffer(alloc, offset)?);
             }
         }
-        let guard = module::lock(instance);
+        let mut guard = module::lock(instance);
+        guard.since(self.frees.load(Ordering::Acquire));
         let mut mem_iter = mems.iter();
         for (index, arg) in args.iter().enumerate() {
-            let index = index as u32;
-            // SAFETY: each value matches the size passed; the kernel's
-            // parameter types are the caller's contract.
-            let set = unsafe {
-                match arg {
-                    KernelArg::Buffer { .. } => match mem_iter.next() {
-                        Some(mem) => guard.set_arg(index, mem),
-                        None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
-                    },
-                    scalar => {
-                        let bytes = scalar.value_bytes().unwrap_or_default();
-                        opencl3::kernel::set_kernel_arg(guard.get(), index, bytes.len(), bytes.as_ptr().cast())
-                            .map_err(opencl3::error_codes::ClError)
-                    }
-                }
+            let value = match arg {
+                KernelArg::Buffer { .. } => match mem_iter.next() {
+                    Some(&mem) => ArgValue::Mem(mem),
+                    None => return Err(error("launch", ErrorKind::InvalidLaunch, "buffer argument mismatch")),
+                },
+                scalar => ArgValue::Bytes(scalar.value_bytes().unwrap_or_default()),
             };
-            set.map_err(from_cl("clSetKernelArg"))?;
+            // SAFETY: buffers of this context; each value has its
+            // parameter's size; the parameter types are the caller's contract.
+            unsafe { guard.set(index as u32, value) }.map_err(from_code("clSetKernelArg"))?;
         }
         if dynamic_local {
             // SAFETY: the last parameter is the kernel's `__local` pointer.
-            unsafe { guard.set_arg_local_buffer(args.len() as u32, config.shared_bytes) }
-                .map_err(from_cl("clSetKernelArg"))?;
+            unsafe { guard.set(args.len() as u32, ArgValue::Local(config.shared_bytes)) }
+                .map_err(from_code("clSetKernelArg"))?;
         }
         Ok(guard)
     }
@@ -713,6 +739,33 @@ impl OpenClDevice {
 fn shape(config: &LaunchConfig) -> ([usize; 3], [usize; 3]) {
     let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
     (global, config.block.map(|b| b as usize))
+}
+
+/// `clEnqueueNDRangeKernel` with no event returned (opencl3 always asks
+/// for one).
+///
+/// # Safety
+/// As `clEnqueueNDRangeKernel`: live queue and kernel of one context, the
+/// kernel's arguments set, the wait list valid for the call.
+unsafe fn enqueue_kernel_unevented(
+    queue: cl_command_queue,
+    kernel: cl_kernel,
+    global: &[usize; 3],
+    local: &[usize; 3],
+    n: cl_uint,
+    list: *const cl_event,
+) -> std::result::Result<(), i32> {
+    let runtime = cl3::load_library().as_ref().map_err(|_| cl3::error_codes::DLOPEN_RUNTIME_LOAD_FAILED)?;
+    let null = std::ptr::null_mut();
+    // The loader's wrapper is a safe method over the C call: this
+    // function's contract is the call's, and the sizes are three-element
+    // arrays.
+    let (g, l) = (global.as_ptr(), local.as_ptr());
+    match runtime.clEnqueueNDRangeKernel(queue, kernel, 3, std::ptr::null(), g, l, n, list, null) {
+        Some(0) => Ok(()),
+        Some(status) => Err(status),
+        None => Err(cl3::error_codes::DLOPEN_FUNCTION_NOT_AVAILABLE),
+    }
 }
 
 /// Completes a user event unless it already is.
@@ -896,7 +949,11 @@ impl Device for OpenClDevice {
     }
 
     unsafe fn free(&self, alloc: AllocId) -> Result<()> {
-        self.allocs.remove("free", alloc.0).map(drop)
+        let freed = self.allocs.remove("free", alloc.0).map(drop);
+        // After the release: a buffer made from now on may have its handle,
+        // so arguments kept by kernel objects are forgotten.
+        self.frees.fetch_add(1, Ordering::Release);
+        freed
     }
 
     unsafe fn adopt_memory(&self, memory: RawMemory, len: usize, release: Option<Release>) -> Result<AllocId> {
@@ -1075,15 +1132,18 @@ impl Device for OpenClDevice {
         args: &[KernelArg],
         stream: StreamId,
     ) -> Result<()> {
-        config.validate(&self.info, "launch")?;
-        // The checks under the kernel table's read lock, for the calling
-        // thread's kernel object: every thread launches the same kernels,
-        // so a reference count per launch on the kernel would be a shared write.
-        let (instance, dynamic_local) = self.kernels.with("launch", kernel.0, |kernel| {
-            self.check_launch(kernel, config, args).map(|dynamic_local| (kernel.instance(), dynamic_local))
-        })??;
         // SAFETY: the caller's contract, passed on.
-        unsafe { self.launch_instance(&instance, dynamic_local, config, args, stream) }
+        unsafe { self.launch_as(kernel, config, args, stream, true) }
+    }
+
+    unsafe fn replay_nodes(&self, nodes: &[GraphNode], stream: StreamId) -> Result<()> {
+        // SAFETY: the caller's contract, passed on; a launch but the last
+        // node returns no event, as only the stream's end is observed.
+        unsafe {
+            crate::device::replay_each(self, nodes, stream, |kernel, config, args, last| {
+                self.launch_as(kernel, config, args, stream, last)
+            })
+        }
     }
 
     fn live_handles(&self) -> Option<LiveHandles> {

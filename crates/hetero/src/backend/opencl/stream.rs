@@ -31,7 +31,10 @@
 //! The event of the last command is kept, so a stream is idle exactly when
 //! it has completed, and recording an event reuses it instead of
 //! enqueueing a marker: in an in-order queue the last command completes
-//! after every earlier one.
+//! after every earlier one. The commands of a replayed graph but its last
+//! are enqueued without an event (an event returned costs about 4 µs a
+//! launch on NVIDIA's driver); whoever then needs the queue's end gets a
+//! marker enqueued after them.
 //!
 //! A wait for another queue's event (`stream_wait_event`) is not a command
 //! of its own: the event joins the wait list of the queue's next command,
@@ -141,6 +144,10 @@ struct Last {
     /// marker with a wait list (NVIDIA's driver gives those no profiling
     /// times).
     event: Option<(Arc<Event>, bool)>,
+    /// Commands were enqueued after `event` without an event of their own
+    /// ([`ClStream::enqueue_unevented`]): whoever needs the queue's end
+    /// enqueues a marker first ([`ClStream::evented`]).
+    unevented: bool,
     /// Events of other queues the next command must wait for.
     waits: Vec<Arc<Event>>,
     /// Commands enqueued since the last flush.
@@ -166,6 +173,9 @@ pub(super) struct ClStream {
 /// the call); it returns the command's event or the OpenCL status.
 pub(super) type Command<'a> = &'a mut dyn FnMut(cl_uint, *const cl_event) -> std::result::Result<cl_event, i32>;
 
+/// As [`Command`], for a command enqueued without an event.
+pub(super) type UneventedCommand<'a> = &'a mut dyn FnMut(cl_uint, *const cl_event) -> std::result::Result<(), i32>;
+
 impl ClStream {
     /// A new queue of `device` in `context`, one of `queues`.
     pub(super) fn new(
@@ -183,7 +193,7 @@ impl ClStream {
         let stream = Arc::new(Self {
             queue,
             profiling,
-            last: Mutex::new(Last { event: None, waits: Vec::new(), commands: 0 }),
+            last: Mutex::new(Last { event: None, unevented: false, waits: Vec::new(), commands: 0 }),
             oldest: AtomicU64::new(0),
             queues: Arc::clone(queues),
         });
@@ -203,6 +213,29 @@ impl ClStream {
         let due = {
             let mut last = self.lock();
             self.push(&mut last, call, true, now, command)?
+        };
+        if due {
+            self.flush_quietly();
+        }
+        self.queues.sweep(now);
+        Ok(())
+    }
+
+    /// As [`Self::enqueue`] for a command that returns no event: on
+    /// NVIDIA's driver an event returned costs about 4 µs of host time a
+    /// launch (`experiments/gpu/opencl-launch-threads.c`), and a replayed
+    /// graph needs one only for its last command. The queue's end is then
+    /// known by a marker enqueued when something asks for it.
+    pub(super) fn enqueue_unevented(&self, call: &'static str, command: UneventedCommand<'_>) -> Result<()> {
+        let now = self.queues.now();
+        let due = {
+            let mut last = self.lock();
+            let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
+            let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
+            command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }).map_err(from_code(call))?;
+            last.waits.clear();
+            last.unevented = true;
+            self.counted(&mut last, now)
         };
         if due {
             self.flush_quietly();
@@ -274,6 +307,14 @@ impl ClStream {
         let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
         last.waits.clear();
         last.event = Some((Arc::new(event), recordable || !self.profiling));
+        last.unevented = false;
+        Ok(self.counted(last, now))
+    }
+
+    /// Counts a command just enqueued at `now`, under the lock held as
+    /// `last`; `true` when the queue is due for a flush (its command count
+    /// or its oldest command's age).
+    fn counted(&self, last: &mut Last, now: u64) -> bool {
         last.commands += 1;
         // Read first: the exchange, an atomic write, is needed only by the
         // first command after a flush.
@@ -284,7 +325,7 @@ impl ClStream {
                 Err(oldest) => oldest,
             };
         }
-        Ok(last.commands >= FLUSH_COMMANDS || now.saturating_sub(oldest) >= FLUSH_AFTER_NS)
+        last.commands >= FLUSH_COMMANDS || now.saturating_sub(oldest) >= FLUSH_AFTER_NS
     }
 
     /// Enqueues a marker carrying the pending waits, if there are any, so
@@ -296,6 +337,20 @@ impl ClStream {
         // SAFETY: the queue is live; the wait list is valid for the call.
         self.push(last, "clEnqueueMarkerWithWaitList", false, self.queues.now(), &mut |n, list| unsafe {
             enqueue_marker_with_wait_list(self.queue.get(), n, list)
+        })
+        .map(drop)
+    }
+
+    /// [`Self::settle`], and a marker after commands enqueued without an
+    /// event, so that the remembered event is the queue's last command's.
+    fn evented(&self, last: &mut Last) -> Result<()> {
+        self.settle(last)?;
+        if !last.unevented {
+            return Ok(());
+        }
+        // SAFETY: the queue is live; no wait list (settled above).
+        self.push(last, "clEnqueueMarkerWithWaitList", true, self.queues.now(), &mut |_, _| unsafe {
+            enqueue_marker_with_wait_list(self.queue.get(), 0, std::ptr::null())
         })
         .map(drop)
     }
@@ -328,12 +383,16 @@ impl ClStream {
     /// completion's, not the recording's (timing would include the idle
     /// gap), so the driver is asked, also for an unflushed command. Any
     /// last command serves an untimed recording: it completes after
-    /// everything before it, and a completed one says so at once.
+    /// everything before it, and a completed one says so at once; after
+    /// commands without events there is no such command, and a marker is
+    /// enqueued.
     pub(super) fn recording(&self, timed: bool) -> Result<Arc<Event>> {
         let mut last = self.lock();
         self.settle(&mut last)?;
         let reusable = match last.event.as_ref() {
             None => false,
+            // Commands without events came after it: a new marker is needed.
+            Some(_) if last.unevented => false,
             Some(_) if !timed || !self.profiling => true,
             Some((_, false)) => false,
             // Only the driver knows: an unflushed command may have run
@@ -358,11 +417,12 @@ impl ClStream {
         }
     }
 
-    /// The last command's event, once pending waits are settled; `None`
-    /// when nothing was ever enqueued.
+    /// The last command's event, once pending waits are settled and
+    /// commands without events followed by a marker; `None` when nothing
+    /// was ever enqueued.
     fn last_settled(&self) -> Result<Option<Arc<Event>>> {
         let mut last = self.lock();
-        self.settle(&mut last)?;
+        self.evented(&mut last)?;
         Ok(last.event.as_ref().map(|(event, _)| Arc::clone(event)))
     }
 
@@ -475,6 +535,43 @@ mod tests {
             enqueue_marker_with_wait_list(stream.queue.get(), n, list)
         });
         assert!(enqueued.is_ok(), "{enqueued:?}");
+    }
+
+    /// A marker enqueued without an event.
+    fn unevented_marker(stream: &ClStream) {
+        let enqueued = stream.enqueue_unevented("clEnqueueMarkerWithWaitList", &mut |n, list| {
+            let runtime = cl3::load_library().as_ref().map_err(|_| -1)?;
+            match runtime.clEnqueueMarkerWithWaitList(stream.queue.get(), n, list, std::ptr::null_mut()) {
+                Some(0) => Ok(()),
+                other => Err(other.unwrap_or(-1)),
+            }
+        });
+        assert!(enqueued.is_ok(), "{enqueued:?}");
+    }
+
+    /// Guards against a defect: after commands enqueued without an event,
+    /// the remembered event is no longer the queue's last, so a stream
+    /// would be idle, and a recording complete, while those commands still
+    /// waited to run.
+    #[test]
+    fn commands_without_events_keep_the_stream_busy_until_they_ran() {
+        use opencl3::event::{create_user_event, set_user_event_status};
+        let Some(device) = device() else { return };
+        let queues = Queues::new(false);
+        let stream = ClStream::new(&device.context, device.device.id(), false, &queues).expect("an OpenCL queue");
+        marker(&stream);
+        assert!(stream.finish().is_ok());
+        let gate = Arc::new(Event::new(create_user_event(device.context.get()).expect("a user event")));
+        stream.defer_wait(Arc::clone(&gate));
+        unevented_marker(&stream);
+        unevented_marker(&stream);
+        assert!(matches!(stream.is_idle(), Ok(false)), "the gated commands have not run");
+        let recorded = stream.recording(false).expect("a recording");
+        assert!(matches!(is_complete(&recorded, "test"), Ok(false)), "a recording now follows the gated commands");
+        assert!(set_user_event_status(gate.get(), CL_COMPLETE).is_ok());
+        assert!(stream.finish().is_ok());
+        assert!(matches!(stream.is_idle(), Ok(true)));
+        assert!(matches!(is_complete(&recorded, "test"), Ok(true)));
     }
 
     fn unflushed(stream: &ClStream) -> bool {

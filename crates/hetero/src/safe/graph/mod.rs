@@ -54,9 +54,7 @@ use super::state::same_device;
 use super::stream::{CopyKind, Stream};
 use super::tracker::Access;
 use crate::AnyDevice;
-use crate::device::{
-    Device, DeviceRange, GraphId, GraphNode, GraphOp, KernelArg, LaunchConfig, StreamId, check_kernel_limits,
-};
+use crate::device::{Device, DeviceRange, GraphId, GraphNode, GraphOp, KernelArg, LaunchConfig, check_kernel_limits};
 use crate::error::{Error, ErrorKind, Result};
 use crate::markers;
 

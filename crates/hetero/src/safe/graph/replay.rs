@@ -140,7 +140,8 @@ impl<'b, D: Device> Graph<'b, D> {
             // borrowed by it; the stream waited for conflicting uses, and
             // the replay's mark is stored after (`tracked`).
             Some(id) => unsafe { device.launch_graph(id, stream.id) },
-            None => replay_nodes(device, nodes, stream.id),
+            // SAFETY: as above.
+            None => unsafe { device.replay_nodes(nodes, stream.id) },
         })
     }
 
@@ -398,39 +399,4 @@ impl<'b, D: Device> Graph<'b, D> {
         // during which no view of it exists (views live only within calls).
         Ok(unsafe { buffer.as_mut() })
     }
-}
-
-/// Enqueues `nodes` one by one on `stream` (backends without graphs of
-/// their own). Events are skipped: recorded order already runs each wait
-/// after its record. If a node fails after others were queued, the stream
-/// is synchronised before the error returns (the replay's mark is never
-/// stored, so its work must be over first).
-pub(super) fn replay_nodes<D: Device>(device: &D, nodes: &[GraphNode], stream: StreamId) -> Result<()> {
-    for (k, node) in nodes.iter().enumerate() {
-        // SAFETY: the nodes' handles and ranges are of the graph's borrowed
-        // buffers and kernels (`Graph::replay`).
-        let done = unsafe {
-            match &node.op {
-                GraphOp::CopyH2D { src, dst } => {
-                    crate::device::pinned_address(device, *src).and_then(|host| device.copy_h2d(host, *dst, stream))
-                }
-                GraphOp::CopyD2H { src, dst } => {
-                    crate::device::pinned_address(device, *dst).and_then(|host| device.copy_d2h(*src, host, stream))
-                }
-                GraphOp::CopyD2D { src, dst } => device.copy_d2d(*src, *dst, stream),
-                GraphOp::Fill { dst, pattern } => device.fill_u32(*dst, *pattern, stream),
-                GraphOp::Launch { kernel, config, args } => device.launch(*kernel, config, args, stream),
-                GraphOp::Record { .. } | GraphOp::Wait { .. } => Ok(()),
-            }
-        };
-        if let Err(e) = done {
-            if k > 0 {
-                // SAFETY: the stream is the caller's; it returns once the
-                // queued nodes are done or can never run.
-                let _ = unsafe { device.synchronize_stream(stream) };
-            }
-            return Err(e);
-        }
-    }
-    Ok(())
 }
