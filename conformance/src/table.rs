@@ -81,6 +81,10 @@ pub fn render(report: &Report) -> String {
                     .metrics
                     .get("halo_hidden_fraction")
                     .map_or(String::new(), |h| format!(", {:.0}% of it hidden", h * 100.0));
+                let hidden = match r.metrics.get("single_best_variant") {
+                    Some(&v) if v > 0.0 => format!("{hidden}; declined: the fastest single-device variant ran again"),
+                    _ => hidden,
+                };
                 out += &format!(
                     "split: {} {} {} on {devices} devices, halos every {} steps: {} ms (host enqueue {} ms), one device {} ms, speed-up {}x (one device overlapped {} ms, {}x), halo copies {} ms{hidden}\n",
                     run.backend,

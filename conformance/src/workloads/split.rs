@@ -29,12 +29,13 @@
 //! choice and longer ones are then tried on the devices over the first
 //! snapshot interval, and so is the first device alone (one band, no
 //! halos, the longest round), both in replayed rounds and with eager
-//! launches ([`Alone`]): where the faster of those is faster a step than
-//! every round tried on all devices, `split-overlap` declines to split and
-//! runs on the first device alone, as the faster schedule ([`declines`];
-//! its `devices` metric says so), since splitting a grid too small for it
-//! only costs time (and replaying rounds can cost more than eager launches
-//! where a backend replays a graph launch by launch). The trials'
+//! launches, beside the fastest single-device variant's run ([`Alone`]):
+//! where the fastest of those is faster a step than every round tried on
+//! all devices, `split-overlap` declines to split and runs it on the first
+//! device alone ([`declines`]; its `devices` and `single_best_variant`
+//! metrics say so), since splitting a grid too small for it only costs
+//! time (and replaying rounds can cost more than eager launches where a
+//! backend replays a graph launch by launch). The trials'
 //! snapshots are checked bit for bit too, so the split over all devices is
 //! checked even where it is declined.
 //!
@@ -546,8 +547,9 @@ struct SplitRun {
     snapshots: Vec<f32>,
     total_ms: f64,
     /// Host time spent enqueueing the steps: near `total_ms` when the host,
-    /// not the devices, is the limit.
-    enqueue_ms: f64,
+    /// not the devices, is the limit (not measured for a single-device
+    /// variant's run).
+    enqueue_ms: Option<f64>,
     intervals: Vec<Vec<Interval>>,
 }
 
@@ -663,7 +665,7 @@ fn run_split(
             snapshots[at..at + own].copy_from_slice(&host[slot * own..(slot + 1) * own]);
         }
     }
-    Ok(SplitRun { snapshots, total_ms, enqueue_ms, intervals })
+    Ok(SplitRun { snapshots, total_ms, enqueue_ms: Some(enqueue_ms), intervals })
 }
 
 /// `split-sync`: every step an eager launch per device, each round's halo
@@ -883,7 +885,8 @@ fn try_rounds(
 
 /// The first device alone, as `split-overlap` falls back to it, in
 /// rounds as long as they may be (one band has no halos to exchange): the
-/// time a step of its trials in replayed rounds and with eager launches.
+/// time a step of its trials in replayed rounds and with eager launches,
+/// and of the fastest single-device variant's run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Alone {
     /// Steps a round.
@@ -892,27 +895,47 @@ pub struct Alone {
     pub rounds_ms: f64,
     /// With eager launches ([`Split::Sync`]), ms a step.
     pub eager_ms: f64,
+    /// The fastest single-device variant ([`SingleRun::best_ms`]), ms a
+    /// step; not finite when it cannot be run again ([`SingleRun::rerun_best`]).
+    pub variant_ms: f64,
+}
+
+/// What the first device runs where `split-overlap` declines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// The split's own schedule on one band.
+    Schedule(Split),
+    /// The fastest single-device variant, run again.
+    Variant,
 }
 
 impl Alone {
-    /// The faster schedule: replayed rounds unless eager launches were
-    /// faster (so a time that is not finite never wins).
-    pub fn split(self) -> Split {
-        if self.eager_ms < self.rounds_ms { Split::Sync } else { Split::Overlap }
+    /// The fastest of the three: replayed rounds unless eager launches or
+    /// the variant were faster (so a time that is not finite never wins).
+    pub fn fallback(self) -> Fallback {
+        let own = if self.eager_ms < self.rounds_ms { Split::Sync } else { Split::Overlap };
+        let own_ms = if own == Split::Sync { self.eager_ms } else { self.rounds_ms };
+        if self.variant_ms < own_ms || (own_ms.is_nan() && self.variant_ms.is_finite()) {
+            Fallback::Variant
+        } else {
+            Fallback::Schedule(own)
+        }
     }
 
-    /// The faster schedule's time a step, ms.
+    /// The fallback's time a step, ms.
     pub fn step_ms(self) -> f64 {
-        match self.split() {
-            Split::Sync => self.eager_ms,
-            Split::Overlap => self.rounds_ms,
+        match self.fallback() {
+            Fallback::Schedule(Split::Sync) => self.eager_ms,
+            Fallback::Schedule(Split::Overlap) => self.rounds_ms,
+            Fallback::Variant => self.variant_ms,
         }
     }
 }
 
 /// The first device alone tried as the rounds on all devices were, in
-/// replayed rounds and with eager launches ([`Alone`]). `None` where no
-/// round was tried on all devices.
+/// replayed rounds and with eager launches, beside `variant_ms`, the
+/// fastest single-device variant's time a step ([`Alone`]). `None` where
+/// no round was tried on all devices.
 fn try_alone(
     contexts: &[&Context],
     env: &Env<'_>,
@@ -920,6 +943,7 @@ fn try_alone(
     source: &[f32],
     tried: &[Tried],
     first: &[f32],
+    variant_ms: f64,
 ) -> Result<Option<Alone>, Failure> {
     let longest = round_candidates(halo_steps(g.ny, 1), g.snapshot_every).last().copied();
     let (Some(ctx), Some(k)) = (contexts.first(), longest) else { return Ok(None) };
@@ -927,7 +951,7 @@ fn try_alone(
         return Ok(None);
     }
     let time = |split| Ok::<_, Failure>(trial(&[*ctx], env, g, source, split, k, first)?.0);
-    Ok(Some(Alone { k, rounds_ms: time(Split::Overlap)?, eager_ms: time(Split::Sync)? }))
+    Ok(Some(Alone { k, rounds_ms: time(Split::Overlap)?, eager_ms: time(Split::Sync)?, variant_ms }))
 }
 
 /// Whether `split-overlap` declines to split: the first device alone
@@ -948,7 +972,13 @@ pub struct SingleRun<'a> {
     pub overlapped_ms: Option<f64>,
     /// The fastest single-device variant's device time, ms.
     pub best_ms: Option<f64>,
+    /// Runs that variant again on the first device: what `split-overlap`
+    /// runs where it declines and the variant is the fastest way alone.
+    pub rerun_best: Option<&'a dyn Fn() -> Result<OneDevice, Failure>>,
 }
+
+/// A single-device run's snapshots, device time (ms) and timeline.
+pub type OneDevice = (Vec<f32>, f64, Vec<Interval>);
 
 /// Runs both split variants on `env`'s device and its peers, on grid `g`,
 /// each checked against the reference (`expect`, `tolerance`) and against
@@ -972,28 +1002,46 @@ pub fn run(
     let candidates = rounds_to_try(costs, limit, g.snapshot_every);
     let tried = try_rounds(&contexts, env, g, source, &candidates, first)?;
     let k = tried.iter().min_by(|a, b| a.1.total_cmp(&b.1)).map_or(1, |&(k, ..)| k);
-    let alone = try_alone(&contexts, env, g, source, &tried, first)?;
+    let variant_ms = match (single.best_ms, single.rerun_best) {
+        (Some(ms), Some(_)) => ms / g.steps as f64,
+        _ => f64::NAN,
+    };
+    let alone = try_alone(&contexts, env, g, source, &tried, first, variant_ms)?;
     let declined = declines(&tried, alone);
     let mut outcomes = Vec::new();
     for split in chosen {
         let (devices, schedule, k) = match alone {
-            Some(a) if declined && split == Split::Overlap => (&contexts[..1], a.split(), a.k),
-            _ => (&contexts[..], split, k),
+            Some(a) if declined && split == Split::Overlap => (&contexts[..1], a.fallback(), a.k),
+            _ => (&contexts[..], Fallback::Schedule(split), k),
         };
-        let run = run_split(devices, env.tuning, env.clock, g, source, schedule, k)?;
+        let run = match (schedule, single.rerun_best) {
+            (Fallback::Schedule(schedule), _) => run_split(devices, env.tuning, env.clock, g, source, schedule, k)?,
+            (Fallback::Variant, Some(rerun)) => {
+                let (snapshots, total_ms, intervals) = rerun()?;
+                SplitRun { snapshots, total_ms, enqueue_ms: None, intervals: vec![intervals] }
+            }
+            (Fallback::Variant, None) => return Err(Failure::Internal("no single-device variant to run".into())),
+        };
         let verdict = elementwise(&run.snapshots, expect, |_| tolerance);
         let mut outcome = Outcome::new(split.name(), verdict, Some(run.total_ms))
             .metric("devices", devices.len() as f64)
             .metric("devices_available", contexts.len() as f64)
-            .metric("halo_steps", k as f64)
-            .metric("eager_launches", f64::from(u8::from(schedule == Split::Sync)))
+            .metric("eager_launches", f64::from(u8::from(schedule == Fallback::Schedule(Split::Sync))))
+            .metric("single_best_variant", f64::from(u8::from(schedule == Fallback::Variant)))
             .metric("step_ms", costs.step_ms)
             .metric("halo_fixed_ms", costs.halo_fixed_ms)
             .metric("halo_row_ms", costs.halo_row_ms)
-            .metric("enqueue_ms", run.enqueue_ms)
             .with_output(super::Output::F32(run.snapshots.clone()));
         for &(k, ms, _) in tried.iter().filter(|t| t.1.is_finite()) {
             outcome.metrics.insert(format!("round_{k}_trial_step_ms"), ms);
+        }
+        // A single-device variant's run has no halos (its copies are snapshots).
+        let own = matches!(schedule, Fallback::Schedule(_));
+        if own {
+            outcome.metrics.insert("halo_steps".into(), k as f64);
+        }
+        if let Some(ms) = run.enqueue_ms {
+            outcome.metrics.insert("enqueue_ms".into(), ms);
         }
         if let Some(a) = alone {
             outcome.metrics.insert("trial_one_device_step_ms".into(), a.rounds_ms);
@@ -1016,7 +1064,7 @@ pub fn run(
                 outcome.metrics.insert(format!("speedup_vs_{name}"), ms / run.total_ms);
             }
         }
-        if env.clock.unavailable().is_none() {
+        if env.clock.unavailable().is_none() && own {
             let halo_ms = run.intervals.iter().map(|i| total_ms(i, Kind::Copy)).fold(0.0f64, f64::max);
             outcome = outcome.metric("halo_ms", halo_ms);
             let hidden: Vec<f64> = run.intervals.iter().filter_map(|i| hidden_copy_fraction(i)).collect();
@@ -1033,7 +1081,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::{
-        Alone, Band, Costs, MAX_HALO_STEPS, Split, bands, declines, edges, halo_steps, interior, round_steps,
+        Alone, Band, Costs, Fallback, MAX_HALO_STEPS, Split, bands, declines, edges, halo_steps, interior, round_steps,
         rounds_to_try,
     };
 
@@ -1115,15 +1163,22 @@ mod tests {
     #[test]
     fn the_split_declines_only_where_one_device_was_faster() {
         let tried = [(5, 0.020, 0), (10, 0.018, 0), (20, f64::NAN, 0)];
-        let alone = |rounds_ms| Some(Alone { k: 100, rounds_ms, eager_ms: f64::NAN });
+        let alone = |rounds_ms| Some(Alone { k: 100, rounds_ms, eager_ms: f64::NAN, variant_ms: f64::NAN });
         assert!(declines(&tried, alone(0.017)));
         assert!(!declines(&tried, alone(0.018)), "a tie splits");
         assert!(!declines(&tried, alone(0.030)));
         assert!(!declines(&tried, None));
         assert!(!declines(&[(5, f64::NAN, 0)], alone(0.001)), "no round tried on all devices");
-        let eager = Some(Alone { k: 100, rounds_ms: 0.030, eager_ms: 0.017 });
-        assert_eq!(eager.map(Alone::split), Some(Split::Sync), "the faster schedule");
+        let eager = Some(Alone { k: 100, rounds_ms: 0.030, eager_ms: 0.017, variant_ms: f64::NAN });
+        assert_eq!(eager.map(Alone::fallback), Some(Fallback::Schedule(Split::Sync)), "the faster schedule");
         assert!(declines(&tried, eager), "eager launches on one device count as replayed rounds do");
+        let variant = Some(Alone { k: 100, rounds_ms: 0.030, eager_ms: 0.025, variant_ms: 0.012 });
+        assert_eq!(variant.map(Alone::fallback), Some(Fallback::Variant), "the single-device variant was faster");
+        assert!(declines(&tried, variant), "a single-device variant faster than every round declines");
+        let only_variant = Some(Alone { k: 100, rounds_ms: f64::NAN, eager_ms: f64::NAN, variant_ms: 0.012 });
+        assert_eq!(only_variant.map(Alone::fallback), Some(Fallback::Variant));
+        let slower = Some(Alone { k: 100, rounds_ms: 0.030, eager_ms: 0.025, variant_ms: 0.026 });
+        assert_eq!(slower.map(Alone::fallback), Some(Fallback::Schedule(Split::Sync)));
     }
 
     /// The model's choice is run beside the next longer candidates, never
