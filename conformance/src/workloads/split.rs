@@ -596,6 +596,18 @@ fn parts<'a>(
     Ok((parts, fields, kernels))
 }
 
+/// Returns the blocks earlier runs left in `contexts`' caches to the
+/// driver, so that a run allocates its own: on OpenCL a block that a
+/// launch passed at an offset keeps a sub-buffer from it, and NVIDIA's
+/// driver charges every launch on a buffer for each live sub-buffer that
+/// overlaps another (`opencl-profile/subbuf-cost.txt`), so a block of an
+/// earlier run with other bands or rounds would slow this one.
+fn fresh(contexts: &[&Context]) {
+    for ctx in contexts {
+        ctx.trim();
+    }
+}
+
 /// Runs `g` split over `contexts` in rounds of `k` steps.
 fn run_split(
     contexts: &[&Context],
@@ -607,6 +619,7 @@ fn run_split(
     k: usize,
 ) -> Result<SplitRun, Failure> {
     let bands = bands(g.ny, contexts.len(), k).ok_or_else(|| Failure::Internal("too few rows per device".into()))?;
+    fresh(contexts);
     let (mut parts, mut fields, kernels) = parts(contexts, tuning, g, &bands, split)?;
     // Round graphs are recorded before the clock starts, as the
     // single-device `graph` variant records its interval before its own.
@@ -1017,6 +1030,7 @@ pub fn run(
         let run = match (schedule, single.rerun_best) {
             (Fallback::Schedule(schedule), _) => run_split(devices, env.tuning, env.clock, g, source, schedule, k)?,
             (Fallback::Variant, Some(rerun)) => {
+                fresh(devices);
                 let (snapshots, total_ms, intervals) = rerun()?;
                 SplitRun { snapshots, total_ms, enqueue_ms: None, intervals: vec![intervals] }
             }
