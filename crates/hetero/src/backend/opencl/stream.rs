@@ -209,11 +209,14 @@ impl ClStream {
     /// remembers it as the queue's last; flushes as the policy says (module
     /// doc). An error means nothing was enqueued.
     pub(super) fn enqueue(&self, call: &'static str, command: Command<'_>) -> Result<()> {
+        self.enqueue_then_flush(|last, now| self.push(last, call, true, now, command))
+    }
+
+    /// Runs `push` under the lock at [`Queues::now`], then flushes this
+    /// queue if `push` says it is due, and others as the sweep finds them.
+    fn enqueue_then_flush(&self, push: impl FnOnce(&mut Last, u64) -> Result<bool>) -> Result<()> {
         let now = self.queues.now();
-        let due = {
-            let mut last = self.lock();
-            self.push(&mut last, call, true, now, command)?
-        };
+        let due = push(&mut self.lock(), now)?;
         if due {
             self.flush_quietly();
         }
@@ -227,21 +230,12 @@ impl ClStream {
     /// graph needs one only for its last command. The queue's end is then
     /// known by a marker enqueued when something asks for it.
     pub(super) fn enqueue_unevented(&self, call: &'static str, command: UneventedCommand<'_>) -> Result<()> {
-        let now = self.queues.now();
-        let due = {
-            let mut last = self.lock();
-            let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
-            let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
-            command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }).map_err(from_code(call))?;
+        self.enqueue_then_flush(|last, now| {
+            with_waits(last, command).map_err(from_code(call))?;
             last.waits.clear();
             last.unevented = true;
-            self.counted(&mut last, now)
-        };
-        if due {
-            self.flush_quietly();
-        }
-        self.queues.sweep(now);
-        Ok(())
+            Ok(self.counted(last, now))
+        })
     }
 
     /// As [`Self::enqueue`], returning the command's event, and flushing
@@ -302,9 +296,7 @@ impl ClStream {
         now: u64,
         command: Command<'_>,
     ) -> Result<bool> {
-        let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
-        let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
-        let event = owned(call, command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() }))?;
+        let event = owned(call, with_waits(last, command))?;
         last.waits.clear();
         last.event = Some((Arc::new(event), recordable || !self.profiling));
         last.unevented = false;
@@ -495,6 +487,13 @@ pub(super) fn create(context: &Context, device: cl_device_id, profiling: bool) -
     // context, or its platform's that lists it).
     let queue = unsafe { CommandQueue::create(context, device, properties) };
     queue.map_err(from_cl("clCreateCommandQueue"))
+}
+
+/// Calls `command` with the pending waits of `last` as its wait list.
+fn with_waits<R>(last: &Last, command: &mut dyn FnMut(cl_uint, *const cl_event) -> R) -> R {
+    let list: Vec<cl_event> = last.waits.iter().map(|e| e.get()).collect();
+    let count = cl_uint::try_from(list.len()).unwrap_or(cl_uint::MAX);
+    command(count, if list.is_empty() { std::ptr::null() } else { list.as_ptr() })
 }
 
 /// Takes ownership of the event an enqueue returned.
