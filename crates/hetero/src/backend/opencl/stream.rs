@@ -439,9 +439,10 @@ impl ClStream {
         }
     }
 
-    /// Whether the last command enqueued has completed: then, the queue
-    /// being in order, so has every command before it, whatever their
-    /// events say. Rusticl (Mesa 22.3) reports an earlier command of a
+    /// Whether the last command enqueued with an event has completed:
+    /// then, the queue being in order, so has every command before it,
+    /// whatever their events say (commands enqueued after it without an
+    /// event are not asked about: every recording is at or before it). Rusticl (Mesa 22.3) reports an earlier command of a
     /// queue as still running for a while after a later one completed,
     /// even after `clFinish` returned.
     pub(super) fn drained(&self) -> Result<bool> {
