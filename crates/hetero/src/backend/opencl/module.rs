@@ -185,9 +185,9 @@ impl ArgValue<'_> {
 /// 4 of its 13 arguments a launch.
 ///
 /// Invariant: `set[i]` is `Some` only while argument `i` of the object
-/// holds that value and no buffer was freed since it was set (`epoch`, the
-/// device's [`ArgValue::Mem`] epoch then): a new buffer can have a freed
-/// one's handle, and the driver may have kept what the old one was.
+/// holds that value and no buffer of the device was freed since it was set
+/// (`epoch`: the device's count of frees then): a new buffer can have a
+/// freed one's handle, and the driver may have kept what the old one was.
 pub(super) struct Instance {
     kernel: Kernel,
     set: Vec<Option<Set>>,

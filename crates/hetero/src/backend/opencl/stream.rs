@@ -31,7 +31,7 @@
 //! The event of the last command is kept, so a stream is idle exactly when
 //! it has completed, and recording an event reuses it instead of
 //! enqueueing a marker: in an in-order queue the last command completes
-//! after every earlier one. The commands of a replayed graph but its last
+//! after every earlier one. The launches of a replayed graph but its last
 //! are enqueued without an event (an event returned costs about 4 µs a
 //! launch on NVIDIA's driver); whoever then needs the queue's end gets a
 //! marker enqueued after them.
@@ -442,9 +442,10 @@ impl ClStream {
     /// Whether the last command enqueued with an event has completed:
     /// then, the queue being in order, so has every command before it,
     /// whatever their events say (commands enqueued after it without an
-    /// event are not asked about: every recording is at or before it). Rusticl (Mesa 22.3) reports an earlier command of a
-    /// queue as still running for a while after a later one completed,
-    /// even after `clFinish` returned.
+    /// event are not asked about: every recording is at or before it).
+    /// Rusticl (Mesa 22.3) reports an earlier command of a queue as still
+    /// running for a while after a later one completed, even after
+    /// `clFinish` returned.
     pub(super) fn drained(&self) -> Result<bool> {
         let last = self.lock().event.as_ref().map(|(event, _)| Arc::clone(event));
         match last {
