@@ -45,7 +45,7 @@
 //!   `graph` variant runs an interval: a graph of its steps, recorded once
 //!   and replayed with the round's fields and source values, whose last
 //!   step computes only the rows its neighbours pull (edges). Then its
-//!   halo streams (one per neighbour) pull the neighbours' rows while its
+//!   halo streams (two per neighbour, a field each) pull the neighbours' rows while its
 //!   compute stream computes the rest of the last step (interior): the
 //!   only cross-device dependencies are each pull on its neighbour's
 //!   replay, and the neighbour's next replay on the pull. Snapshots are
@@ -65,13 +65,18 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use hetero::{Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Graph, GraphBuffer, Kernel, Node, OnDevice, Stream};
+use hetero::{
+    Arg, Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, Graph, GraphBuffer, Kernel, Node, OnDevice, Stream,
+};
 
 use super::grid::{C2, FIELDS, Grid, STAGING, block_width, rows_launch};
 use super::{Env, Failure, Outcome, median};
 use crate::check::elementwise;
 use crate::clock::{Clock, timed};
 use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction, total_ms};
+
+/// Halo streams a device has: one for each side's two fields.
+const HALO_STREAMS: usize = 4;
 
 /// Rows a band needs at least: two edge rows for each neighbour.
 pub const MIN_BAND_ROWS: usize = 4;
@@ -270,22 +275,20 @@ fn rotation(step: usize) -> [usize; 3] {
     [step % FIELDS, (step + 1) % FIELDS, (step + 2) % FIELDS]
 }
 
-/// `wave_rows`'s arguments after the three fields, for global `rows` of
-/// `band` (its held rows, the rows computed in local rows, where the
-/// fields passed start, then the source's cell, local, where the band
-/// computes it), for an eager launch or a graph's. `whole`: the fields are
-/// passed whole (they start at the band's first held row); otherwise as
-/// [`Band::touched`] cuts them.
+/// `wave_rows`'s arguments: the three fields, passed whole (from the
+/// band's first held row), then for global `rows` of `band` its held
+/// rows, the rows computed in local rows, where the fields passed start
+/// (their first row), and the source's cell, local, where the band
+/// computes it; for an eager launch or a graph's.
 fn rows_args<A: From<u32> + From<f32>>(
     fields: [A; 3],
     g: Grid,
     band: Band,
     rows: &Range<usize>,
-    whole: bool,
     source: f32,
 ) -> Vec<A> {
     let out = band.local(rows.clone());
-    let (out_first, u_first) = if whole { (0, 0) } else { (out.start, out.start.saturating_sub(2)) };
+    let (out_first, u_first) = (0u32, 0u32);
     let (sx, sy) = g.source();
     let sy_local = if rows.contains(&sy) { (sy - band.lo) as u32 } else { u32::MAX };
     let scalars: [A; 10] = [
@@ -293,8 +296,8 @@ fn rows_args<A: From<u32> + From<f32>>(
         (band.rows() as u32).into(),
         (out.start as u32).into(),
         (out.end as u32).into(),
-        (out_first as u32).into(),
-        (u_first as u32).into(),
+        out_first.into(),
+        u_first.into(),
         C2.into(),
         (sx as u32).into(),
         sy_local.into(),
@@ -307,7 +310,10 @@ fn rows_args<A: From<u32> + From<f32>>(
 const SOURCE_ARG: usize = 12;
 
 /// Launches `wave_rows` on `compute` for global `rows` of `band` with the
-/// step's fields (`u_prev`, `u`, `u_next`, whole).
+/// step's fields (`u_prev`, `u`, `u_next`, whole): each passed from its
+/// start ([`hetero::Arg::whole_buffer`]) and ordered only against the rows
+/// the launch touches, so no OpenCL sub-buffer is made for a row range and
+/// work on other rows (a halo copy) still runs beside it.
 fn launch_rows(
     compute: &Stream,
     kernel: &Kernel,
@@ -323,10 +329,12 @@ fn launch_rows(
     let [out, u] = band.touched(&rows, g.nx);
     let (prev, cur, next) = (prev.slice(out.clone())?, cur.slice(u)?, next.slice_mut(out)?);
     let config = rows_launch(g.nx, rows.len(), block_width(kernel));
-    let args = rows_args([(&prev).into(), (&cur).into(), (&next).into()], g, band, &rows, false, source);
+    let fields = [Arg::from(&prev), Arg::from(&cur), Arg::from(&next)].map(Arg::whole_buffer);
+    let args = rows_args(fields, g, band, &rows, source);
     // SAFETY: wave_rows reads the rows of u two beyond `rows` on each side
     // within the held ones, and `rows` of u_prev, and writes `rows` of
-    // u_next (wave.kern): the slices passed, as `touched` cuts them.
+    // u_next (wave.kern), indexed from each field's first row as the
+    // arguments say: the slices passed, as `touched` cuts them.
     unsafe { compute.launch(kernel, config, &args) }?;
     Ok(())
 }
@@ -423,7 +431,7 @@ impl<'b> Round<'b> {
             // (`wave_rows`). A replay is tracked as one operation over
             // all it touches, so nothing is ordered later than before.
             let fields = [prev.read().into(), cur.read().into(), next.write().into()];
-            let args = rows_args(fields, g, band, &rows, true, 0.0);
+            let args = rows_args(fields, g, band, &rows, 0.0);
             let config = rows_launch(g.nx, rows.len(), width);
             // SAFETY: whole fields of the band's held rows, indexed from
             // their first: wave_rows touches only rows of `rows` and two
@@ -466,10 +474,11 @@ struct Part<'a> {
     ctx: &'a Context,
     band: Band,
     compute: Stream,
-    /// Halo streams: the pulls from the neighbour above, and below (one
-    /// each, so the two sides' copies are tracked apart and never wait for
-    /// each other).
-    halos: [Stream; 2],
+    /// Halo streams, [`HALO_STREAMS`]: the pulls from the neighbour above,
+    /// then below, each side's newest field then the one before (one
+    /// stream each, so no copy waits for another: a staged copy's latency
+    /// is paid once an exchange, not once a copy).
+    halos: [Stream; HALO_STREAMS],
     /// `split-overlap`'s snapshot path: device buffers of the band's own
     /// rows, and the stream that copies them to `snapshots`.
     staging: Vec<DeviceBuffer<f32>>,
@@ -500,7 +509,8 @@ fn pull_halos<F: Fields>(
         if rows.is_empty() {
             return Ok(());
         }
-        let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[side], "halo") };
+        let lane = 2 * side + usize::from(field != newest);
+        let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[lane], "halo") };
         let (src, dst) = (from.0.local(rows.clone()), band.local(rows));
         let src = from.1.read(field, src.start * nx..src.end * nx)?;
         let dst = mine.write(field, dst.start * nx..dst.end * nx)?;
@@ -575,7 +585,8 @@ fn parts<'a>(
     let (mut parts, mut fields, mut kernels) = (Vec::new(), Vec::new(), Vec::new());
     for (ctx, band) in contexts.iter().zip(bands) {
         kernels.push(super::build(ctx, tuning, hetero::kernels::WAVE)?.kernel("wave_rows")?);
-        let (compute, halos) = (ctx.stream()?, [ctx.stream()?, ctx.stream()?]);
+        let compute = ctx.stream()?;
+        let halos = [ctx.stream()?, ctx.stream()?, ctx.stream()?, ctx.stream()?];
         let mut own_fields = Vec::new();
         for _ in 0..FIELDS {
             let mut field = ctx.alloc::<f32>(band.rows() * nx)?;
@@ -644,7 +655,7 @@ fn run_split(
         }
         marks.push((start, stop));
         timelines.push(match clock {
-            Clock::Device => Timeline::new(part.ctx, &part.compute, &[&part.halos[0], &part.halos[1]])?,
+            Clock::Device => Timeline::new(part.ctx, &part.compute, &part.halos.each_ref())?,
             Clock::Host(_) => Timeline::off(part.ctx)?,
         });
     }

@@ -52,6 +52,30 @@ impl StructArg {
 }
 
 impl<D: Device> Arg<'_, D> {
+    /// This buffer argument passed from its buffer's first element, while
+    /// the launch is still ordered against other work on the slice's
+    /// elements only; a scalar or struct is returned unchanged.
+    ///
+    /// For kernels that take a buffer and the offset they start at as a
+    /// scalar: the kernel then indexes from the buffer's start, and the
+    /// launch's contract ([`crate::Stream::launch`]) is that it touches only
+    /// the slice's elements. What it is for: OpenCL passes a slice at an
+    /// offset as a sub-buffer, kept for the buffer's life, and NVIDIA's
+    /// driver charges every launch for each live sub-buffer that overlaps
+    /// another (several rows ranges of one field are such); passed whole,
+    /// the buffer makes none, and two streams can still work on disjoint
+    /// elements at once. On CUDA, HIP and the host it only changes the
+    /// address passed.
+    pub fn whole_buffer(self) -> Self {
+        match self {
+            Arg::Buffer(mut view) => {
+                view.from_start = true;
+                Arg::Buffer(view)
+            }
+            other => other,
+        }
+    }
+
     /// A `#[repr(C)]` plain-data struct passed by value, for a kernel
     /// parameter of a struct type the source defines. The launch checks its
     /// size and alignment against the source's definition where the source

@@ -164,6 +164,7 @@ impl<T: Pod, D: Device> DeviceBuffer<T, D> {
             offset: 0,
             len: bytes.min(self.held),
             access: Access::Write,
+            from_start: false,
         }
     }
 
@@ -310,6 +311,9 @@ pub struct View<'a, D: Device> {
     pub(crate) offset: usize,
     pub(crate) len: usize,
     pub(crate) access: Access,
+    /// A launch passes the allocation from its start, not from `offset`
+    /// ([`crate::Arg::whole_buffer`]); tracked as `offset..offset + len` all the same.
+    pub(crate) from_start: bool,
 }
 
 impl<'a, T: Pod, K, D: Device> Slice<'a, T, K, D> {
@@ -353,6 +357,7 @@ fn view_of<T: Pod, K, D: Device>(buf: &Buffer<T, K, D>, offset: usize, len: usiz
         offset: offset * size,
         len: len * size,
         access,
+        from_start: false,
     }
 }
 
@@ -455,6 +460,7 @@ impl<'a, D: Device> View<'a, D> {
             offset: self.offset + offset,
             len,
             access,
+            from_start: self.from_start,
         }
     }
 

@@ -398,7 +398,8 @@ impl<D: Device> Stream<D> {
     /// # Safety
     /// The kernel is foreign code: it must match `args` in number and type,
     /// read and write only within the slices passed (a read-only slice must
-    /// not be written), not race between its threads (an element one thread
+    /// not be written; for an argument passed with [`Arg::whole_buffer`],
+    /// the slice's elements indexed from its buffer's start), not race between its threads (an element one thread
     /// writes is not accessed by another without synchronisation), and
     /// finish in finite time.
     pub unsafe fn launch(&self, kernel: &Kernel<D>, config: LaunchConfig, args: &[Arg<'_, D>]) -> Result<()> {
@@ -416,7 +417,7 @@ impl<D: Device> Stream<D> {
             raw.push(match arg {
                 Arg::Buffer(v) => {
                     views.push(v);
-                    KernelArg::Buffer { alloc: v.alloc, offset: v.offset }
+                    KernelArg::Buffer { alloc: v.alloc, offset: if v.from_start { 0 } else { v.offset } }
                 }
                 Arg::Scalar(s) => s.clone(),
                 // `check_args` refused structs without bytes already.

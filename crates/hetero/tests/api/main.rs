@@ -95,6 +95,7 @@ macro_rules! backend_tests {
             #[case::offset_arguments(semantics::arguments_at_offsets_outlive_their_queued_launches)]
             #[case::overlapping_offsets(semantics::arguments_at_overlapping_offsets_are_released_safely)]
             #[case::changed_arguments(semantics::launches_take_their_own_arguments_when_one_changes)]
+            #[case::whole_buffer_arguments(semantics::whole_buffer_arguments_are_ordered_by_their_slices)]
             #[case::graph_replays(graphs::replays_run_the_recorded_work_with_changed_arguments)]
             #[case::graph_streams(graphs::graph_streams_are_ordered_by_graph_events)]
             #[case::graph_rebinding(graphs::rebinding_changes_the_buffer_of_later_replays)]

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use hetero::{BlockRequest, Context, Device, DeviceRange, ErrorKind, Kernel, LaunchConfig, StreamFlags};
+use hetero::{
+    Arg, BlockRequest, Context, Device, DeviceBuffer, DeviceRange, ErrorKind, Kernel, LaunchConfig, Stream, StreamFlags,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -855,6 +857,90 @@ pub fn launches_take_their_own_arguments_when_one_changes(ctx: &Context) {
     let mut z = stream.upload(&vec![1u32; n]).unwrap();
     launch(&mut z.slice_mut(..).unwrap(), n, 2, 3);
     assert!(stream.download(&z).unwrap().iter().all(|&v| v == 5), "a buffer made after a free");
+}
+
+/// Buffer arguments passed whole ([`hetero::Arg::whole_buffer`]) are
+/// ordered by the slices they were made from, not by their buffers: a
+/// launch on rows apart from a gated write runs at once, one on rows it
+/// overlaps waits for it, and both compute what the same launches with
+/// the slices passed at their offsets compute, bit for bit. Guards the
+/// split wave's launches, which pass whole fields (no OpenCL sub-buffer)
+/// while halo copies move other rows of them.
+pub fn whole_buffer_arguments_are_ordered_by_their_slices(ctx: &Context) {
+    let kernel = ctx.build_module(hetero::kernels::WAVE).and_then(|m| m.kernel("wave_rows")).unwrap();
+    let (nx, ny) = (64usize, 32usize);
+    let (held, free) = (ctx.stream().unwrap(), ctx.stream().unwrap());
+    let field = |seed: u32| -> Vec<f32> {
+        (0..nx * ny).map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 * 1e-3).collect()
+    };
+    let (prev, cur) = (held.upload(&field(1)).unwrap(), held.upload(&field(2)).unwrap());
+    let mut by_offset = held.upload(&vec![0.0f32; nx * ny]).unwrap();
+    let mut whole = held.upload(&vec![0.0f32; nx * ny]).unwrap();
+    held.synchronize().unwrap();
+    let threads = kernel.block_size(BlockRequest::new(64));
+    let config = |rows: usize| LaunchConfig {
+        grid: [(nx as u32).div_ceil(threads), (rows as u32).div_ceil(hetero::kernels::WAVE_ROWS), 1],
+        block: [threads, 1, 1],
+        shared_bytes: 0,
+    };
+    // wave_rows over `rows`, the fields cut to the rows it touches; passed
+    // at their offsets, or whole (the kernel then indexes from row 0).
+    let launch = |stream: &Stream, out: &mut DeviceBuffer<f32>, rows: std::ops::Range<usize>, whole: bool| {
+        let u = rows.start.saturating_sub(2)..(rows.end + 2).min(ny);
+        let (p, c) =
+            (prev.slice(rows.start * nx..rows.end * nx).unwrap(), cur.slice(u.start * nx..u.end * nx).unwrap());
+        let n = out.slice_mut(rows.start * nx..rows.end * nx).unwrap();
+        let mut fields = [Arg::from(&p), Arg::from(&c), Arg::from(&n)];
+        let (out_first, u_first) = if whole { (0, 0) } else { (rows.start as u32, u.start as u32) };
+        if whole {
+            fields = fields.map(Arg::whole_buffer);
+        }
+        let scalars: [Arg<'_>; 10] = [
+            (nx as u32).into(),
+            (ny as u32).into(),
+            (rows.start as u32).into(),
+            (rows.end as u32).into(),
+            out_first.into(),
+            u_first.into(),
+            0.25f32.into(),
+            5u32.into(),
+            u32::MAX.into(),
+            0.0f32.into(),
+        ];
+        let args: Vec<Arg<'_>> = fields.into_iter().chain(scalars).collect();
+        // SAFETY: wave_rows touches rows `rows` of u_prev and u_next and
+        // `u` of u (wave.kern), the slices passed, indexed as the
+        // arguments say.
+        unsafe { stream.launch(&kernel, config(rows.len()), &args) }.unwrap();
+    };
+    for rows in [8..24, 2..6] {
+        launch(&free, &mut by_offset, rows, false);
+    }
+    let gate = ctx.user_event().unwrap();
+    held.wait(&gate).unwrap();
+    held.fill(whole.slice_mut(..4 * nx).unwrap(), 7.0f32).unwrap();
+    launch(&free, &mut whole, 8..24, true);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !free.query().unwrap() {
+        if std::time::Instant::now() > deadline {
+            gate.complete().unwrap();
+            panic!("a launch on rows 8..24 passed whole waited for a gated write of rows 0..4");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    launch(&free, &mut whole, 2..6, true);
+    assert!(!free.query().unwrap(), "a launch on rows 2..6 passed whole ran before a gated write of rows 0..4");
+    gate.complete().unwrap();
+    held.synchronize().unwrap();
+    let (want, got) = (free.download(&by_offset).unwrap(), free.download(&whole).unwrap());
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        let row = i / nx;
+        if row < 2 {
+            assert_eq!(*g, 7.0, "row {row}: the gated fill's value");
+        } else if (2..6).contains(&row) || (8..24).contains(&row) {
+            assert_eq!(g.to_bits(), w.to_bits(), "cell {i} (row {row}): whole against at an offset");
+        }
+    }
 }
 
 /// Gates made one after another, each destroyed before the next is made
