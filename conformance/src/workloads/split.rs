@@ -14,12 +14,13 @@
 //! the round's last two fields (the stencil reads two time levels), with
 //! peer copies ([`hetero::Stream::copy_peer`]); the typed layer orders each
 //! copy after the neighbour's kernels and the next steps after the copy,
-//! on the devices, per row range: an eager launch passes only the rows it
-//! reads and writes, so work on other rows of a field never waits for a
-//! copy (a round's graph passes whole fields: a replay is tracked as one
-//! operation over every row it touches anyway, and OpenCL would make a
+//! on the devices, per row range: an eager launch is ordered by only the
+//! rows it reads and writes, so work on other rows of a field never waits
+//! for a copy. Every launch passes whole fields, the rows as scalars (an
+//! eager one with [`hetero::Arg::whole_buffer`]; a replay is tracked as
+//! one operation over every row it touches anyway): OpenCL would make a
 //! sub-buffer for each offset, which NVIDIA's driver charges every launch
-//! for). Each cell is computed with the same arithmetic from the same
+//! for. Each cell is computed with the same arithmetic from the same
 //! values as on one device, so the snapshots must equal the single-device
 //! `sync` run's bit for bit, whatever `k`.
 //!
@@ -45,7 +46,7 @@
 //!   `graph` variant runs an interval: a graph of its steps, recorded once
 //!   and replayed with the round's fields and source values, whose last
 //!   step computes only the rows its neighbours pull (edges). Then its
-//!   halo streams (two per neighbour, a field each) pull the neighbours' rows while its
+//!   halo streams (one per neighbour) pull the neighbours' rows while its
 //!   compute stream computes the rest of the last step (interior): the
 //!   only cross-device dependencies are each pull on its neighbour's
 //!   replay, and the neighbour's next replay on the pull. Snapshots are
@@ -74,9 +75,6 @@ use super::{Env, Failure, Outcome, median};
 use crate::check::elementwise;
 use crate::clock::{Clock, timed};
 use crate::timeline::{Interval, Kind, Timeline, hidden_copy_fraction, total_ms};
-
-/// Halo streams a device has: one for each side's two fields.
-const HALO_STREAMS: usize = 4;
 
 /// Rows a band needs at least: two edge rows for each neighbour.
 pub const MIN_BAND_ROWS: usize = 4;
@@ -474,11 +472,10 @@ struct Part<'a> {
     ctx: &'a Context,
     band: Band,
     compute: Stream,
-    /// Halo streams, [`HALO_STREAMS`]: the pulls from the neighbour above,
-    /// then below, each side's newest field then the one before (one
-    /// stream each, so no copy waits for another: a staged copy's latency
-    /// is paid once an exchange, not once a copy).
-    halos: [Stream; HALO_STREAMS],
+    /// Halo streams: the pulls from the neighbour above, and below (one
+    /// each, so the two sides' copies are tracked apart and never wait for
+    /// each other).
+    halos: [Stream; 2],
     /// `split-overlap`'s snapshot path: device buffers of the band's own
     /// rows, and the stream that copies them to `snapshots`.
     staging: Vec<DeviceBuffer<f32>>,
@@ -509,8 +506,7 @@ fn pull_halos<F: Fields>(
         if rows.is_empty() {
             return Ok(());
         }
-        let lane = 2 * side + usize::from(field != newest);
-        let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[lane], "halo") };
+        let (stream, lane) = if on_compute { (&me.compute, "compute") } else { (&me.halos[side], "halo") };
         let (src, dst) = (from.0.local(rows.clone()), band.local(rows));
         let src = from.1.read(field, src.start * nx..src.end * nx)?;
         let dst = mine.write(field, dst.start * nx..dst.end * nx)?;
@@ -585,8 +581,7 @@ fn parts<'a>(
     let (mut parts, mut fields, mut kernels) = (Vec::new(), Vec::new(), Vec::new());
     for (ctx, band) in contexts.iter().zip(bands) {
         kernels.push(super::build(ctx, tuning, hetero::kernels::WAVE)?.kernel("wave_rows")?);
-        let compute = ctx.stream()?;
-        let halos = [ctx.stream()?, ctx.stream()?, ctx.stream()?, ctx.stream()?];
+        let (compute, halos) = (ctx.stream()?, [ctx.stream()?, ctx.stream()?]);
         let mut own_fields = Vec::new();
         for _ in 0..FIELDS {
             let mut field = ctx.alloc::<f32>(band.rows() * nx)?;
