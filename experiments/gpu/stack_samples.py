@@ -37,6 +37,7 @@ def main():
     ap.add_argument("samples")
     ap.add_argument("binary")
     ap.add_argument("--within")
+    ap.add_argument("--without")
     ap.add_argument("--top", type=int, default=40)
     args = ap.parse_args()
     table = symbols(args.binary)
@@ -53,6 +54,7 @@ def main():
         return table[at][1] if at >= 0 else frame
 
     within = re.compile(args.within) if args.within else None
+    without = re.compile(args.without) if args.without else None
     total, inclusive, leaves = 0, collections.Counter(), collections.Counter()
     with open(args.samples) as f:
         header = f.readline().strip()
@@ -62,6 +64,8 @@ def main():
             named = [(name(fr), fr.rpartition("+")[0]) for fr in frames]
             if within and not any(within.search(n) for n, _ in named):
                 continue
+            if without and any(without.search(n) for n, _ in named):
+                continue
             total += count
             for n in {n for n, _ in named}:
                 inclusive[n] += count
@@ -70,7 +74,11 @@ def main():
             callee = named[own - 1][0] if own else "(itself)"
             leaves[f"{leaf}  ->  {callee}"] += count
     print(header)
-    print(f"samples counted: {total}" + (f" (with a frame matching {args.within})" if within else ""))
+    print(
+        f"samples counted: {total}"
+        + (f" (with a frame matching {args.within})" if within else "")
+        + (f" (none matching {args.without})" if without else "")
+    )
     print("\n== inclusive share, by function")
     for n, c in inclusive.most_common(args.top):
         print(f"{100 * c / max(total, 1):6.1f}%  {n}")

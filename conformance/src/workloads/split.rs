@@ -28,7 +28,9 @@
 //! band, and a halo copy of two sizes. Longer rounds mean fewer exchanges
 //! and cross-device waits, and more rows computed twice. The model's
 //! choice and longer ones are then tried on the devices over the first
-//! snapshot interval, and so is the first device alone (one band, no
+//! snapshot interval (the first two where a round is longer than half of
+//! one, so that every trial exchanges halos; each run starts after a few
+//! untimed exchanges, [`warm_exchanges`]), and so is the first device alone (one band, no
 //! halos, the longest round), both in replayed rounds and with eager
 //! launches, beside the fastest single-device variant's run ([`Alone`]):
 //! where the fastest of those is faster a step than every round tried on
@@ -614,6 +616,38 @@ fn fresh(contexts: &[&Context]) {
     }
 }
 
+/// Exchanges before the clock starts ([`warm_exchanges`]).
+const WARM_EXCHANGES: usize = 4;
+
+/// Runs [`WARM_EXCHANGES`] halo exchanges on the halo streams and waits
+/// for them, before the clock starts, as the round graphs are recorded
+/// before it: a peer copy staged through the host (OpenCL across
+/// contexts) maps its pinned buffer at its first use, about 0.36 ms a MiB
+/// on NVIDIA's driver, and the host enqueues up to eight such copies ahead
+/// of the devices, so a timed run that mapped them would count 11 ms of
+/// setup at large (`opencl-profile/` in the two-GPU results). The fields
+/// are still zero, so the copies change no value.
+fn warm_exchanges(parts: &[Part<'_>], work: &mut Work<'_>, nx: usize) -> Result<(), Failure> {
+    if parts.len() < 2 {
+        return Ok(());
+    }
+    for _ in 0..WARM_EXCHANGES {
+        for (d, part) in parts.iter().enumerate() {
+            let mut off = Timeline::off(part.ctx)?;
+            match work {
+                Work::Eager(fields) => pull_halos(parts, fields, d, 0, false, &mut off, nx)?,
+                Work::Rounds(rounds) => pull_halos(parts, rounds, d, 0, false, &mut off, nx)?,
+            }
+        }
+    }
+    for part in parts {
+        for halo in &part.halos {
+            halo.synchronize()?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs `g` split over `contexts` in rounds of `k` steps.
 fn run_split(
     contexts: &[&Context],
@@ -639,6 +673,7 @@ fn run_split(
             Work::Rounds(rounds)
         }
     };
+    warm_exchanges(&parts, &mut work, g.nx)?;
     let since = Instant::now();
     let mut marks = Vec::new();
     let mut timelines = Vec::new();
@@ -847,11 +882,12 @@ fn measure(
     Ok(Costs { step_ms, own_rows: own.len(), halo_fixed_ms, halo_row_ms })
 }
 
-/// A trial of `split` over `contexts` in rounds of `k` steps, over
-/// the first snapshot interval of `g`: its time a step (the least of two
-/// runs, ms), and how many values of its snapshot differ from `first` (the
-/// single-device run's first snapshot; not compared where it has another
-/// length).
+/// A trial of `split` over `contexts` in rounds of `k` steps, over the
+/// first snapshot interval of `g`, or the first two where a round is
+/// longer than half of one (a trial then still has an exchange): its time
+/// a step (the least of two runs, ms), and how many values of its first
+/// snapshot differ from `first` (the single-device run's first snapshot;
+/// not compared where it has another length).
 fn trial(
     contexts: &[&Context],
     env: &Env<'_>,
@@ -861,16 +897,16 @@ fn trial(
     k: usize,
     first: &[f32],
 ) -> Result<(f64, usize), Failure> {
-    let steps = g.snapshot_every.min(g.steps);
-    let trial = Grid { steps, snapshot_every: steps, ..g };
+    let intervals = if 2 * k > g.snapshot_every { 2 } else { 1 };
+    let steps = (intervals * g.snapshot_every).min(g.steps);
+    let trial = Grid { steps, snapshot_every: g.snapshot_every.min(steps), ..g };
     let source = source.get(..steps).ok_or_else(|| Failure::Internal("fewer source values than steps".into()))?;
     let (mut least, mut differing) = (f64::INFINITY, 0);
     for _ in 0..2 {
         let run = run_split(contexts, env.tuning, env.clock, trial, source, split, k)?;
         least = least.min(run.total_ms / steps as f64);
-        if run.snapshots.len() == first.len() {
-            differing =
-                differing.max(run.snapshots.iter().zip(first).filter(|(a, b)| a.to_bits() != b.to_bits()).count());
+        if let Some(snapshot) = run.snapshots.get(..first.len()) {
+            differing = differing.max(snapshot.iter().zip(first).filter(|(a, b)| a.to_bits() != b.to_bits()).count());
         }
     }
     Ok((least, differing))
