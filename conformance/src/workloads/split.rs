@@ -30,9 +30,10 @@
 //! choice and longer ones are then tried on the devices over the first
 //! snapshot interval (the first two where a round is longer than half of
 //! one, so that every trial exchanges halos; each run starts after a few
-//! untimed exchanges, [`warm_exchanges`]), and so is the first device alone (one band, no
-//! halos, the longest round), both in replayed rounds and with eager
-//! launches, beside the fastest single-device variant's run ([`Alone`]):
+//! untimed exchanges, `warm_exchanges`), and so is the first device alone
+//! (one band, no halos, the longest round), both in replayed rounds and
+//! with eager launches, beside the fastest single-device variant's run
+//! ([`Alone`]):
 //! where the fastest of those is faster a step than every round tried on
 //! all devices, `split-overlap` declines to split and runs it on the first
 //! device alone ([`declines`]; its `devices` and `single_best_variant`
