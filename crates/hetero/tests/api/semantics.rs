@@ -640,6 +640,19 @@ pub fn threads_launching_one_kernel_keep_their_arguments(ctx: &Context) {
     });
 }
 
+/// Waits (up to 30 s) for `free` to finish what it was given while `gate`
+/// is still closed; past that, opens the gate and fails with `waited`.
+fn runs_while_gated(free: &Stream, gate: &hetero::UserEvent, waited: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !free.query().unwrap() {
+        if std::time::Instant::now() > deadline {
+            gate.complete().unwrap();
+            panic!("{waited}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Disjoint halves of one buffer are tracked per range (defect: tracking
 /// per allocation serialised two streams writing different halves): with
 /// one stream held by a gate while it writes the lower half, another
@@ -657,14 +670,7 @@ pub fn disjoint_halves_are_not_serialised(ctx: &Context) {
         held.fill(lower, 1u32).unwrap();
         free.fill(upper, 2u32).unwrap();
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !free.query().unwrap() {
-        if std::time::Instant::now() > deadline {
-            gate.complete().unwrap();
-            panic!("the upper half waited for the gated lower half");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    runs_while_gated(&free, &gate, "the upper half waited for the gated lower half");
     assert!(!held.query().unwrap(), "the gated stream is still held");
     // Overlaps the lower half: waits for the gated write.
     free.fill(x.slice_mut(256..600).unwrap(), 3u32).unwrap();
@@ -920,14 +926,7 @@ pub fn whole_buffer_arguments_are_ordered_by_their_slices(ctx: &Context) {
     held.wait(&gate).unwrap();
     held.fill(whole.slice_mut(..4 * nx).unwrap(), 7.0f32).unwrap();
     launch(&free, &mut whole, 8..24, true);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !free.query().unwrap() {
-        if std::time::Instant::now() > deadline {
-            gate.complete().unwrap();
-            panic!("a launch on rows 8..24 passed whole waited for a gated write of rows 0..4");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    runs_while_gated(&free, &gate, "a launch on rows 8..24 passed whole waited for a gated write of rows 0..4");
     launch(&free, &mut whole, 2..6, true);
     assert!(!free.query().unwrap(), "a launch on rows 2..6 passed whole ran before a gated write of rows 0..4");
     gate.complete().unwrap();
