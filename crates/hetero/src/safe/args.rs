@@ -62,7 +62,7 @@ impl<D: Device> Arg<'_, D> {
     /// the slice's elements. What it is for: OpenCL passes a slice at an
     /// offset as a sub-buffer, kept for the buffer's life, and NVIDIA's
     /// driver charges every launch for each live sub-buffer that overlaps
-    /// another (several rows ranges of one field are such); passed whole,
+    /// another (several row ranges of one field are such); passed whole,
     /// the buffer makes none, and two streams can still work on disjoint
     /// elements at once. On CUDA, HIP and the host it only changes the
     /// address passed.
