@@ -1,12 +1,14 @@
 """Summarises stack-sampler.c's output against an unstripped build.
 
-    python3 stack_samples.py SAMPLES BINARY [--within REGEX] [--top N]
+    python3 stack_samples.py SAMPLES BINARY [--within REGEX] [--without REGEX] [--top N]
 
 SAMPLES is a file stack-sampler.so wrote; BINARY the unstripped build of
 the executable sampled (the same build: stripping keeps addresses). Frames
 of BINARY are named by its symbol table (`nm -C`); frames of other objects
 keep their object's name. With --within, only samples with a frame whose
-name matches REGEX count (e.g. the split's enqueueing loop).
+name matches REGEX count (e.g. the split's enqueueing loop); with
+--without, samples with a frame whose name matches it do not (e.g. the
+split's trials, leaving its timed run).
 
 Printed: the samples counted, then per function the share of them in which
 it appears (inclusive), then the innermost frame of each sample given as

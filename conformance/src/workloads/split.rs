@@ -605,12 +605,13 @@ fn parts<'a>(
     Ok((parts, fields, kernels))
 }
 
-/// Returns the blocks earlier runs left in `contexts`' caches to the
+/// Returns the blocks earlier work left in `contexts`' caches to the
 /// driver, so that a run allocates its own: on OpenCL a block that a
 /// launch passed at an offset keeps a sub-buffer from it, and NVIDIA's
 /// driver charges every launch on a buffer for each live sub-buffer that
-/// overlaps another (`opencl-profile/subbuf-cost.txt`), so a block of an
-/// earlier run with other bands or rounds would slow this one.
+/// overlaps another (`opencl-profile/subbuf-cost.txt`). The split's own
+/// launches make none ([`launch_rows`]); blocks of other work in the
+/// process (a workload that launched at offsets) can carry them.
 fn fresh(contexts: &[&Context]) {
     for ctx in contexts {
         ctx.trim();
