@@ -23,14 +23,26 @@
  *                hetero launches the bench's affine_u32
  *   small-4-1d   the same as 1 dimension, as the bench's raw path does
  *   evented      wave-3d, each launch returning an event (released later)
+ *   polled       wave-3d while a second thread reads the status of a
+ *                pending command's event in a loop, yielding between
+ *                reads, as hetero's bridge thread does while a bridge is
+ *                young (its `Poller`)
+ *   polled-50us  the same, sleeping 50 us between reads
  *
  * The kernels return at once (the device's time is not what is measured;
  * an empty launch of wave-3d's size still takes the device a few us, so
  * N is kept below the depth at which the driver blocks the enqueue).
  *
- * Build: cc -O2 opencl-launch-cost.c -o opencl-launch-cost path/to/libOpenCL.so.1
+ * Build: cc -O2 opencl-launch-cost.c -o opencl-launch-cost path/to/libOpenCL.so.1 -lpthread
  * Run:   opencl-launch-cost [N (256)] [REPS (21)] */
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include "opencl-min.h"
+
+extern cl_event clCreateUserEvent(cl_context, cl_int *);
+extern cl_int clSetUserEventStatus(cl_event, cl_int);
 
 static const char *source =
     "__kernel void rows(__global const float *a, __global const float *b, __global float *c, uint nx, uint ny,\n"
@@ -42,12 +54,36 @@ static const char *source =
     "  if (n == 7u && a == 7u) x[get_global_id(0)] = b;\n"
     "}\n";
 
-enum shape { WAVE_3D, WAVE_2D, WAVE_1D, ALL_ARGS, NO_ARGS, ONE_BLOCK, SMALL_4, SMALL_4_1D, EVENTED, CASES };
-static const char *names[CASES] = {"wave-3d",   "wave-2d",  "wave-1d", "all-args", "no-args",
-                                   "one-block", "small-4", "small-4-1d", "evented"};
+enum shape {
+  WAVE_3D, WAVE_2D, WAVE_1D, ALL_ARGS, NO_ARGS, ONE_BLOCK, SMALL_4, SMALL_4_1D, EVENTED, POLLED, POLLED_50US, CASES
+};
+static const char *names[CASES] = {"wave-3d",   "wave-2d", "wave-1d",    "all-args", "no-args",    "one-block",
+                                   "small-4",   "small-4-1d", "evented", "polled",   "polled-50us"};
+
+/* The polling thread of the polled cases: reads `event`'s status until
+ * `stop`, yielding or sleeping `nap_us` between reads. */
+struct poller {
+  cl_event event;
+  int nap_us;
+  volatile int stop;
+  long reads;
+};
+
+static void *poll_loop(void *p) {
+  struct poller *poller = p;
+  while (!poller->stop) {
+    cl_int status = 0;
+    clGetEventInfo(poller->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    poller->reads++;
+    if (poller->nap_us > 0) usleep((useconds_t)poller->nap_us);
+    else sched_yield();
+  }
+  return NULL;
+}
 
 struct env {
-  cl_command_queue q;
+  cl_command_queue q, side;
+  cl_context ctx;
   cl_kernel rows, small;
   cl_mem f[3];
   cl_event *events;
@@ -102,6 +138,8 @@ static void launch(struct env *e, enum shape c, int step) {
       break;
     }
     case EVENTED: rows_args(e, step, 1); event = &e->events[step]; break;
+    case POLLED:
+    case POLLED_50US: rows_args(e, step, 1); break;
     case CASES: break;
   }
   check(clEnqueueNDRangeKernel(e->q, k, dims, NULL, g, l, 0, NULL, event), "clEnqueueNDRangeKernel");
@@ -125,7 +163,10 @@ int main(int argc, char **argv) {
   char name[256];
   cl_context ctx = first_context(&device, name, sizeof name);
   cl_int err;
+  e.ctx = ctx;
   e.q = clCreateCommandQueue(ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
+  check(err, "clCreateCommandQueue");
+  e.side = clCreateCommandQueue(ctx, device, CL_QUEUE_PROFILING_ENABLE, &err);
   check(err, "clCreateCommandQueue");
   e.rows = build_kernel(ctx, device, 1, &source, "-cl-std=CL1.2", "rows");
   e.small = build_kernel(ctx, device, 1, &source, "-cl-std=CL1.2", "small");
@@ -139,6 +180,22 @@ int main(int argc, char **argv) {
   double base = 0;
   for (int c = 0; c < CASES; c++) {
     double per[256];
+    /* The polled cases: a launch on a second queue held behind a user
+     * event, whose event the polling thread reads until the case ends. */
+    struct poller poller = {NULL, c == POLLED_50US ? 50 : 0, 0, 0};
+    cl_event gate = NULL;
+    pthread_t thread;
+    if (c == POLLED || c == POLLED_50US) {
+      gate = clCreateUserEvent(e.ctx, &err);
+      check(err, "clCreateUserEvent");
+      cl_uint one = 1;
+      check(clSetKernelArg(e.small, 0, sizeof(cl_mem), &e.f[0]), "clSetKernelArg");
+      for (cl_uint i = 1; i < 4; i++) check(clSetKernelArg(e.small, i, sizeof one, &one), "clSetKernelArg");
+      size_t b[1] = {256};
+      check(clEnqueueNDRangeKernel(e.side, e.small, 1, NULL, b, b, 1, &gate, &poller.event), "clEnqueueNDRangeKernel");
+      check(clFlush(e.side), "clFlush");
+      pthread_create(&thread, NULL, poll_loop, &poller);
+    }
     for (int r = 0; r <= reps; r++) {
       double t0 = now_ms();
       for (int i = 0; i < n; i++) launch(&e, (enum shape)c, i);
@@ -148,10 +205,20 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) check(clReleaseEvent(e.events[i]), "clReleaseEvent");
       if (r > 0) per[r - 1] = (t1 - t0) * 1e3 / n; /* the first run warms up */
     }
+    if (gate) {
+      poller.stop = 1;
+      pthread_join(thread, NULL);
+      check(clSetUserEventStatus(gate, CL_COMPLETE), "clSetUserEventStatus");
+      check(clFinish(e.side), "clFinish");
+      check(clReleaseEvent(poller.event), "clReleaseEvent");
+      check(clReleaseEvent(gate), "clReleaseEvent");
+    }
     qsort(per, (size_t)reps, sizeof *per, by_value);
     if (c == 0) base = per[reps / 2];
-    printf("%-11s %6.2f us  (%6.2f, %6.2f)  %.2fx wave-3d\n", names[c], per[reps / 2], per[0], per[reps - 1],
+    printf("%-11s %6.2f us  (%6.2f, %6.2f)  %.2fx wave-3d", names[c], per[reps / 2], per[0], per[reps - 1],
            per[reps / 2] / base);
+    if (gate) printf("  (%ld status reads)", poller.reads);
+    printf("\n");
   }
   return 0;
 }

@@ -14,7 +14,7 @@ backends_for_env=opencl
 source ci/gpu/env.sh
 exec > >(tee -a "$out/opencl-launch-cost.log") 2>&1
 gcc -O2 experiments/gpu/opencl-launch-cost.c -o "$work/opencl-launch-cost" \
-  "$work/root/usr/lib/x86_64-linux-gnu/libOpenCL.so.1"
+  "$work/root/usr/lib/x86_64-linux-gnu/libOpenCL.so.1" -lpthread
 status=0
 for n in $counts; do
   echo "-- opencl-launch-cost $n"
