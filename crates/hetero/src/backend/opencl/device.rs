@@ -527,7 +527,7 @@ impl OpenClDevice {
         let queue = self.queue("launch", stream)?;
         // SAFETY: the caller's contract, passed on.
         let guard = unsafe { self.bind_args(instance, dynamic_local, config, args) }?;
-        let (global, local) = shape(config);
+        let range = shape(config);
         let (q, k, call) = (queue.queue.get(), guard.get(), "clEnqueueNDRangeKernel");
         // Both: arguments are set; sizes are validated; the caller
         // guarantees the kernel stays within its buffers; the wait list is
@@ -535,13 +535,12 @@ impl OpenClDevice {
         let launched = if evented {
             // SAFETY: as above.
             queue.enqueue(call, &mut |n, list| unsafe {
-                enqueue_nd_range_kernel(q, k, 3, std::ptr::null(), global.as_ptr(), local.as_ptr(), n, list)
+                let (g, l) = (range.global.as_ptr(), range.local.as_ptr());
+                enqueue_nd_range_kernel(q, k, range.dims, std::ptr::null(), g, l, n, list)
             })
         } else {
             // SAFETY: as above.
-            queue.enqueue_unevented(call, &mut |n, list| unsafe {
-                enqueue_kernel_unevented(q, k, &global, &local, n, list)
-            })
+            queue.enqueue_unevented(call, &mut |n, list| unsafe { enqueue_kernel_unevented(q, k, &range, n, list) })
         };
         drop(guard);
         launched
@@ -708,12 +707,12 @@ impl OpenClDevice {
                     let kernel = recording.own_kernel(guard.get());
                     drop(guard);
                     let kernel = kernel?;
-                    let (global, local) = shape(config);
+                    let range = shape(config);
                     let mut after = last[s].into_iter().collect::<Vec<_>>();
                     after.append(&mut waits[s]);
                     // SAFETY: the arguments are set on the recording's own
                     // copy of the kernel, which nothing else sets.
-                    let point = unsafe { recording.record(&Command::Kernel { kernel, global, local }, &after) }?;
+                    let point = unsafe { recording.record(&Command::Kernel { kernel, range }, &after) }?;
                     last[s] = Some(point);
                     continue;
                 }
@@ -735,10 +734,25 @@ impl OpenClDevice {
     }
 }
 
-/// A launch's global and local sizes, in work-items.
-fn shape(config: &LaunchConfig) -> ([usize; 3], [usize; 3]) {
+/// A launch's range: its global and local sizes in work-items, and the
+/// dimensions passed, the fewest that hold every size above 1 (at least
+/// one). A kernel sees the same values either way: the work-item
+/// functions answer 0 (ids) or 1 (sizes) past the range's dimensions, as
+/// they do for a dimension of size 1; only `get_work_dim` tells them
+/// apart (hetero's dialect does not use it). What the number of
+/// dimensions costs a driver's enqueue: `experiments/gpu/opencl-launch-cost.c`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub(super) dims: cl_uint,
+    pub(super) global: [usize; 3],
+    pub(super) local: [usize; 3],
+}
+
+fn shape(config: &LaunchConfig) -> Shape {
     let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
-    (global, config.block.map(|b| b as usize))
+    let local = config.block.map(|b| b as usize);
+    let used = (0..3).rev().find(|&i| global[i] > 1 || local[i] > 1).map_or(1, |i| i + 1);
+    Shape { dims: used as cl_uint, global, local }
 }
 
 /// `clEnqueueNDRangeKernel` with no event returned (opencl3 always asks
@@ -750,8 +764,7 @@ fn shape(config: &LaunchConfig) -> ([usize; 3], [usize; 3]) {
 unsafe fn enqueue_kernel_unevented(
     queue: cl_command_queue,
     kernel: cl_kernel,
-    global: &[usize; 3],
-    local: &[usize; 3],
+    range: &Shape,
     n: cl_uint,
     list: *const cl_event,
 ) -> std::result::Result<(), i32> {
@@ -759,9 +772,9 @@ unsafe fn enqueue_kernel_unevented(
     let null = std::ptr::null_mut();
     // The loader's wrapper is a safe method over the C call: this
     // function's contract is the call's, and the sizes are three-element
-    // arrays.
-    let (g, l) = (global.as_ptr(), local.as_ptr());
-    match runtime.clEnqueueNDRangeKernel(queue, kernel, 3, std::ptr::null(), g, l, n, list, null) {
+    // arrays, of which the call reads the first `range.dims`.
+    let (g, l) = (range.global.as_ptr(), range.local.as_ptr());
+    match runtime.clEnqueueNDRangeKernel(queue, kernel, range.dims, std::ptr::null(), g, l, n, list, null) {
         Some(0) => Ok(()),
         Some(status) => Err(status),
         None => Err(cl3::error_codes::DLOPEN_FUNCTION_NOT_AVAILABLE),
@@ -1213,5 +1226,31 @@ impl Drop for OpenClDevice {
         for (_, queue) in self.peer_queues.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
             let _ = queue.finish();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shape;
+    use crate::device::LaunchConfig;
+
+    fn dims(grid: [u32; 3], block: [u32; 3]) -> u32 {
+        shape(&LaunchConfig { grid, block, shared_bytes: 0 }).dims
+    }
+
+    /// A launch passes the fewest dimensions that hold its sizes above 1,
+    /// so a one-dimensional launch is not enqueued as a three-dimensional
+    /// range (NVIDIA's driver charges the host more for those).
+    #[test]
+    fn a_range_passes_the_dimensions_it_uses() {
+        assert_eq!(dims([1, 1, 1], [1, 1, 1]), 1, "one work-item");
+        assert_eq!(dims([8, 1, 1], [256, 1, 1]), 1);
+        assert_eq!(dims([1, 1, 1], [256, 1, 1]), 1, "one block");
+        assert_eq!(dims([16, 525, 1], [256, 1, 1]), 2, "the wave's rows");
+        assert_eq!(dims([1, 1, 1], [16, 16, 1]), 2, "a 2D block alone");
+        assert_eq!(dims([1, 1, 2], [64, 1, 1]), 3, "a third dimension past a first");
+        assert_eq!(dims([1, 1, 1], [1, 1, 4]), 3);
+        let range = shape(&LaunchConfig { grid: [16, 525, 1], block: [256, 1, 1], shared_bytes: 0 });
+        assert_eq!((range.global, range.local), ([4096, 525, 1], [256, 1, 1]), "the sizes are unchanged");
     }
 }

@@ -225,7 +225,7 @@ pub(super) enum Command {
     Fill { dst: cl_mem, offset: usize, len: usize, pattern: u32 },
     /// A kernel whose arguments are set on `kernel` (held by the caller
     /// for the call).
-    Kernel { kernel: cl_kernel, global: [usize; 3], local: [usize; 3] },
+    Kernel { kernel: cl_kernel, range: super::device::Shape },
 }
 
 /// A command buffer being recorded or recorded, with what it needs alive.
@@ -290,15 +290,15 @@ impl Recording {
                     let p = (&raw const pattern).cast();
                     fill(cb, none, props, dst, p, 4, offset, len, n, list, &mut point, handle)
                 }
-                (Command::Kernel { kernel, global, local }, _) => (self.calls.nd_range)(
+                (Command::Kernel { kernel, range }, _) => (self.calls.nd_range)(
                     cb,
                     none,
                     props,
                     kernel,
-                    3,
+                    range.dims,
                     std::ptr::null(),
-                    global.as_ptr(),
-                    local.as_ptr(),
+                    range.global.as_ptr(),
+                    range.local.as_ptr(),
                     n,
                     list,
                     &mut point,
