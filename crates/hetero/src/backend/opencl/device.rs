@@ -25,7 +25,7 @@ use super::error::{error, from_cl, from_code};
 use super::event::{self, ClEvent};
 use super::graph::{self, ClGraph, Command, CommandBuffers, Recording};
 use super::memory::{self, ClMemory, StagingPool, View};
-use super::module::{self, ArgValue, ClKernel, Instance};
+use super::module::{self, ArgValue, ClKernel, Instance, Shape, shape};
 use super::stream::{self, ClStream, Queues, is_complete};
 use crate::backend::allocations::Allocations;
 use crate::backend::handles::Handles;
@@ -734,27 +734,6 @@ impl OpenClDevice {
     }
 }
 
-/// A launch's range: its global and local sizes in work-items, and the
-/// dimensions passed, the fewest that hold every size above 1 (at least
-/// one). A kernel sees the same values either way: the work-item
-/// functions answer 0 (ids) or 1 (sizes) past the range's dimensions, as
-/// they do for a dimension of size 1; only `get_work_dim` tells them
-/// apart (hetero's dialect does not use it). What the number of
-/// dimensions costs a driver's enqueue: `experiments/gpu/opencl-launch-cost.c`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Shape {
-    pub(super) dims: cl_uint,
-    pub(super) global: [usize; 3],
-    pub(super) local: [usize; 3],
-}
-
-fn shape(config: &LaunchConfig) -> Shape {
-    let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
-    let local = config.block.map(|b| b as usize);
-    let used = (0..3).rev().find(|&i| global[i] > 1 || local[i] > 1).map_or(1, |i| i + 1);
-    Shape { dims: used as cl_uint, global, local }
-}
-
 /// `clEnqueueNDRangeKernel` with no event returned (opencl3 always asks
 /// for one).
 ///
@@ -1226,31 +1205,5 @@ impl Drop for OpenClDevice {
         for (_, queue) in self.peer_queues.get_mut().unwrap_or_else(PoisonError::into_inner).drain(..) {
             let _ = queue.finish();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shape;
-    use crate::device::LaunchConfig;
-
-    fn dims(grid: [u32; 3], block: [u32; 3]) -> u32 {
-        shape(&LaunchConfig { grid, block, shared_bytes: 0 }).dims
-    }
-
-    /// A launch passes the fewest dimensions that hold its sizes above 1,
-    /// so a one-dimensional launch is not enqueued as a three-dimensional
-    /// range (NVIDIA's driver charges the host more for those).
-    #[test]
-    fn a_range_passes_the_dimensions_it_uses() {
-        assert_eq!(dims([1, 1, 1], [1, 1, 1]), 1, "one work-item");
-        assert_eq!(dims([8, 1, 1], [256, 1, 1]), 1);
-        assert_eq!(dims([1, 1, 1], [256, 1, 1]), 1, "one block");
-        assert_eq!(dims([16, 525, 1], [256, 1, 1]), 2, "the wave's rows");
-        assert_eq!(dims([1, 1, 1], [16, 16, 1]), 2, "a 2D block alone");
-        assert_eq!(dims([1, 1, 2], [64, 1, 1]), 3, "a third dimension past a first");
-        assert_eq!(dims([1, 1, 1], [1, 1, 4]), 3);
-        let range = shape(&LaunchConfig { grid: [16, 525, 1], block: [256, 1, 1], shared_bytes: 0 });
-        assert_eq!((range.global, range.local), ([4096, 525, 1], [256, 1, 1]), "the sizes are unchanged");
     }
 }

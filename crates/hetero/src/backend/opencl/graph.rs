@@ -225,7 +225,7 @@ pub(super) enum Command {
     Fill { dst: cl_mem, offset: usize, len: usize, pattern: u32 },
     /// A kernel whose arguments are set on `kernel` (held by the caller
     /// for the call).
-    Kernel { kernel: cl_kernel, range: super::device::Shape },
+    Kernel { kernel: cl_kernel, range: super::module::Shape },
 }
 
 /// A command buffer being recorded or recorded, with what it needs alive.
