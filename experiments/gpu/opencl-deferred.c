@@ -39,9 +39,6 @@
 
 #include "opencl-min.h"
 
-extern cl_event clCreateUserEvent(cl_context, cl_int *);
-extern cl_int clSetUserEventStatus(cl_event, cl_int);
-
 static const char *source =
     "__kernel void busy(__global float *a, __global const float *b, int n, float s) {\n"
     "  size_t i = get_global_id(0);\n"

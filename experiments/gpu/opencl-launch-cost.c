@@ -41,9 +41,6 @@
 
 #include "opencl-min.h"
 
-extern cl_event clCreateUserEvent(cl_context, cl_int *);
-extern cl_int clSetUserEventStatus(cl_event, cl_int);
-
 static const char *source =
     "__kernel void rows(__global const float *a, __global const float *b, __global float *c, uint nx, uint ny,\n"
     "                   uint begin, uint end, uint out_first, uint u_first, float c2, uint sx, uint sy, float s) {\n"

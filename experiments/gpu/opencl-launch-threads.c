@@ -32,9 +32,6 @@
 
 #include "opencl-min.h"
 
-extern cl_event clCreateUserEvent(cl_context, cl_int *);
-extern cl_int clSetUserEventStatus(cl_event, cl_int);
-
 static const char *source =
     "__kernel void rows(__global float *a, __global const float *b, __global const float *c, int nx, int ny,\n"
     "                   int begin, int end, int pad, float s) {\n"

@@ -72,6 +72,8 @@ extern cl_int clReleaseKernel(cl_kernel);
 extern cl_int clReleaseProgram(cl_program);
 extern cl_int clReleaseCommandQueue(cl_command_queue);
 extern cl_int clReleaseContext(cl_context);
+extern cl_event clCreateUserEvent(cl_context, cl_int *);
+extern cl_int clSetUserEventStatus(cl_event, cl_int);
 
 static void check(cl_int status, const char *call) {
   if (status != 0) {
