@@ -75,12 +75,6 @@ static void launch(cl_command_queue q, cl_kernel k, cl_mem a, cl_mem b, size_t c
   if (step % 16 == 15) check(clFlush(q), "clFlush");
 }
 
-static cl_ulong stamp(cl_event e, cl_uint what) {
-  cl_ulong t = 0;
-  check(clGetEventProfilingInfo(e, what, sizeof t, &t, NULL), "clGetEventProfilingInfo");
-  return t;
-}
-
 static int is_complete(cl_event e) {
   cl_int status = 1;
   check(clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), "clGetEventInfo");
@@ -147,11 +141,6 @@ static double run(struct env *e, enum which c) {
   if (gate) check(clReleaseEvent(gate), "clReleaseEvent");
   if (user) check(clReleaseEvent(user), "clReleaseEvent");
   return span;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static cl_mem buffer(cl_context ctx, size_t bytes) {

@@ -143,11 +143,6 @@ static void launch(struct env *e, enum shape c, int step) {
   if (step % 16 == 15) check(clFlush(e->q), "clFlush");
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 256;
   int reps = argc > 2 ? atoi(argv[2]) : 21;

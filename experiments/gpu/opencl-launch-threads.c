@@ -111,11 +111,6 @@ static void *open_later(void *p) {
   return NULL;
 }
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, by_value);
   return v[n / 2];

@@ -82,6 +82,19 @@ static void check(cl_int status, const char *call) {
   }
 }
 
+/* Orders doubles for qsort. */
+static inline int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* An event's profiling time `what` (CL_PROFILING_COMMAND_START or _END), ns. */
+static inline cl_ulong stamp(cl_event e, cl_uint what) {
+  cl_ulong t = 0;
+  check(clGetEventProfilingInfo(e, what, sizeof t, &t, NULL), "clGetEventProfilingInfo");
+  return t;
+}
+
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);

@@ -49,12 +49,6 @@ static char *slurp(const char *dir, const char *name) {
   return text;
 }
 
-static cl_ulong stamp(cl_event e, cl_uint what) {
-  cl_ulong t = 0;
-  check(clGetEventProfilingInfo(e, what, sizeof t, &t, NULL), "clGetEventProfilingInfo");
-  return t;
-}
-
 struct wave {
   cl_command_queue queue;
   cl_kernel kernel;

@@ -15,8 +15,7 @@ use opencl3::program::Program;
 use opencl3::types::{cl_device_id, cl_mem, cl_uint};
 
 use super::error::{cl_error, error, from_cl};
-use crate::device::{BuildOptions, DeviceInfo};
-use crate::device::{KernelLimits, LaunchConfig};
+use crate::device::{BuildOptions, DeviceInfo, KernelLimits, LaunchConfig};
 use crate::error::{ErrorKind, Result};
 use crate::shard::{self, Padded, SHARDS, Sharded};
 
@@ -265,11 +264,12 @@ pub(super) struct Shape {
     pub(super) local: [usize; 3],
 }
 
-/// The range of a launch of `config`.
+/// The range of a launch of `config`, validated (no size is 0, so a
+/// dimension's global size is at least its local size).
 pub(super) fn shape(config: &LaunchConfig) -> Shape {
     let global: [usize; 3] = std::array::from_fn(|i| config.grid[i] as usize * config.block[i] as usize);
     let local = config.block.map(|b| b as usize);
-    let used = (0..3).rev().find(|&i| global[i] > 1 || local[i] > 1).map_or(1, |i| i + 1);
+    let used = (0..3).rev().find(|&i| global[i] > 1).map_or(1, |i| i + 1);
     Shape { dims: used as cl_uint, global, local }
 }
 
@@ -284,7 +284,7 @@ mod tests {
 
     /// A launch passes the fewest dimensions that hold its sizes above 1,
     /// so a one-dimensional launch is not enqueued as a three-dimensional
-    /// range (NVIDIA's driver charges the host more for those).
+    /// range.
     #[test]
     fn a_range_passes_the_dimensions_it_uses() {
         assert_eq!(dims([1, 1, 1], [1, 1, 1]), 1, "one work-item");
