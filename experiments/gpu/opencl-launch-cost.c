@@ -28,6 +28,10 @@
  *                reads, as hetero's bridge thread does while a bridge is
  *                young (its `Poller`)
  *   polled-50us  the same, sleeping 50 us between reads
+ *   gated        wave-3d with that command pending behind its user
+ *                event, and no thread reading it
+ *   polled-done  wave-3d while the second thread reads, in a loop, the
+ *                status of a command that has completed (nothing gated)
  *
  * The kernels return at once (the device's time is not what is measured;
  * an empty launch of wave-3d's size still takes the device a few us, so
@@ -52,10 +56,12 @@ static const char *source =
     "}\n";
 
 enum shape {
-  WAVE_3D, WAVE_2D, WAVE_1D, ALL_ARGS, NO_ARGS, ONE_BLOCK, SMALL_4, SMALL_4_1D, EVENTED, POLLED, POLLED_50US, CASES
+  WAVE_3D, WAVE_2D, WAVE_1D, ALL_ARGS, NO_ARGS, ONE_BLOCK, SMALL_4, SMALL_4_1D, EVENTED, POLLED, POLLED_50US,
+  GATED, POLLED_DONE, CASES
 };
 static const char *names[CASES] = {"wave-3d",   "wave-2d", "wave-1d",    "all-args", "no-args",    "one-block",
-                                   "small-4",   "small-4-1d", "evented", "polled",   "polled-50us"};
+                                   "small-4",   "small-4-1d", "evented", "polled",   "polled-50us",
+                                   "gated",     "polled-done"};
 
 /* The polling thread of the polled cases: reads `event`'s status until
  * `stop`, yielding or sleeping `nap_us` between reads. */
@@ -136,7 +142,9 @@ static void launch(struct env *e, enum shape c, int step) {
     }
     case EVENTED: rows_args(e, step, 1); event = &e->events[step]; break;
     case POLLED:
-    case POLLED_50US: rows_args(e, step, 1); break;
+    case POLLED_50US:
+    case GATED:
+    case POLLED_DONE: rows_args(e, step, 1); break;
     case CASES: break;
   }
   check(clEnqueueNDRangeKernel(e->q, k, dims, NULL, g, l, 0, NULL, event), "clEnqueueNDRangeKernel");
@@ -172,21 +180,29 @@ int main(int argc, char **argv) {
   double base = 0;
   for (int c = 0; c < CASES; c++) {
     double per[256];
-    /* The polled cases: a launch on a second queue held behind a user
-     * event, whose event the polling thread reads until the case ends. */
+    /* The polled and gated cases: a launch on a second queue, held behind
+     * a user event (gated, polled, polled-50us) or run to completion
+     * first (polled-done); a thread reads its event's status until the
+     * case ends (the polled cases). */
+    int gated = c == POLLED || c == POLLED_50US || c == GATED;
+    int polled = c == POLLED || c == POLLED_50US || c == POLLED_DONE;
     struct poller poller = {NULL, c == POLLED_50US ? 50 : 0, 0, 0};
     cl_event gate = NULL;
     pthread_t thread;
-    if (c == POLLED || c == POLLED_50US) {
-      gate = clCreateUserEvent(e.ctx, &err);
-      check(err, "clCreateUserEvent");
+    if (gated || polled) {
+      if (gated) {
+        gate = clCreateUserEvent(e.ctx, &err);
+        check(err, "clCreateUserEvent");
+      }
       cl_uint one = 1;
       check(clSetKernelArg(e.small, 0, sizeof(cl_mem), &e.f[0]), "clSetKernelArg");
       for (cl_uint i = 1; i < 4; i++) check(clSetKernelArg(e.small, i, sizeof one, &one), "clSetKernelArg");
       size_t b[1] = {256};
-      check(clEnqueueNDRangeKernel(e.side, e.small, 1, NULL, b, b, 1, &gate, &poller.event), "clEnqueueNDRangeKernel");
-      check(clFlush(e.side), "clFlush");
-      pthread_create(&thread, NULL, poll_loop, &poller);
+      check(clEnqueueNDRangeKernel(e.side, e.small, 1, NULL, b, b, gated ? 1 : 0, gated ? &gate : NULL,
+                                   &poller.event),
+            "clEnqueueNDRangeKernel");
+      check(gated ? clFlush(e.side) : clFinish(e.side), gated ? "clFlush" : "clFinish");
+      if (polled) pthread_create(&thread, NULL, poll_loop, &poller);
     }
     for (int r = 0; r <= reps; r++) {
       double t0 = now_ms();
@@ -197,19 +213,23 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n; i++) check(clReleaseEvent(e.events[i]), "clReleaseEvent");
       if (r > 0) per[r - 1] = (t1 - t0) * 1e3 / n; /* the first run warms up */
     }
-    if (gate) {
+    if (polled) {
       poller.stop = 1;
       pthread_join(thread, NULL);
+    }
+    if (gate) {
       check(clSetUserEventStatus(gate, CL_COMPLETE), "clSetUserEventStatus");
+      check(clReleaseEvent(gate), "clReleaseEvent");
+    }
+    if (poller.event) {
       check(clFinish(e.side), "clFinish");
       check(clReleaseEvent(poller.event), "clReleaseEvent");
-      check(clReleaseEvent(gate), "clReleaseEvent");
     }
     qsort(per, (size_t)reps, sizeof *per, by_value);
     if (c == 0) base = per[reps / 2];
     printf("%-11s %6.2f us  (%6.2f, %6.2f)  %.2fx wave-3d", names[c], per[reps / 2], per[0], per[reps - 1],
            per[reps / 2] / base);
-    if (gate) printf("  (%ld status reads)", poller.reads);
+    if (polled) printf("  (%ld status reads)", poller.reads);
     printf("\n");
   }
   return 0;
