@@ -32,6 +32,11 @@
  *                event, and no thread reading it
  *   polled-done  wave-3d while the second thread reads, in a loop, the
  *                status of a command that has completed (nothing gated)
+ *   self-read    wave-3d, the launching thread itself reading that
+ *                completed command's status after every launch (no
+ *                second thread, nothing gated)
+ *   wave-3d-end  wave-3d again, last: the first case of a run is the
+ *                noisiest, so the run's plain launch is measured twice
  *
  * The kernels return at once (the device's time is not what is measured;
  * an empty launch of wave-3d's size still takes the device a few us, so
@@ -57,11 +62,11 @@ static const char *source =
 
 enum shape {
   WAVE_3D, WAVE_2D, WAVE_1D, ALL_ARGS, NO_ARGS, ONE_BLOCK, SMALL_4, SMALL_4_1D, EVENTED, POLLED, POLLED_50US,
-  GATED, POLLED_DONE, CASES
+  GATED, POLLED_DONE, SELF_READ, WAVE_3D_END, CASES
 };
 static const char *names[CASES] = {"wave-3d",   "wave-2d", "wave-1d",    "all-args", "no-args",    "one-block",
                                    "small-4",   "small-4-1d", "evented", "polled",   "polled-50us",
-                                   "gated",     "polled-done"};
+                                   "gated",     "polled-done", "self-read", "wave-3d-end"};
 
 /* The polling thread of the polled cases: reads `event`'s status until
  * `stop`, yielding or sleeping `nap_us` between reads. */
@@ -90,6 +95,7 @@ struct env {
   cl_kernel rows, small;
   cl_mem f[3];
   cl_event *events;
+  cl_event done; /* self-read's completed command */
 };
 
 static void set(cl_kernel k, cl_uint i, size_t size, const void *v) { check(clSetKernelArg(k, i, size, v), "clSetKernelArg"); }
@@ -122,7 +128,8 @@ static void launch(struct env *e, enum shape c, int step) {
   const size_t *g = g3, *l = l3;
   cl_event *event = NULL;
   switch (c) {
-    case WAVE_3D: rows_args(e, step, 1); break;
+    case WAVE_3D:
+    case WAVE_3D_END: rows_args(e, step, 1); break;
     case WAVE_2D: rows_args(e, step, 1); dims = 2; break;
     case WAVE_1D: rows_args(e, step, 1); dims = 1; g = g1; l = l1; break;
     case ALL_ARGS: rows_args(e, step, 0); break;
@@ -144,10 +151,15 @@ static void launch(struct env *e, enum shape c, int step) {
     case POLLED:
     case POLLED_50US:
     case GATED:
-    case POLLED_DONE: rows_args(e, step, 1); break;
+    case POLLED_DONE:
+    case SELF_READ: rows_args(e, step, 1); break;
     case CASES: break;
   }
   check(clEnqueueNDRangeKernel(e->q, k, dims, NULL, g, l, 0, NULL, event), "clEnqueueNDRangeKernel");
+  if (c == SELF_READ) {
+    cl_int status = 0;
+    check(clGetEventInfo(e->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL), "clGetEventInfo");
+  }
   if (step % 16 == 15) check(clFlush(e->q), "clFlush");
 }
 
@@ -182,14 +194,15 @@ int main(int argc, char **argv) {
     double per[256];
     /* The polled and gated cases: a launch on a second queue, held behind
      * a user event (gated, polled, polled-50us) or run to completion
-     * first (polled-done); a thread reads its event's status until the
+     * first (polled-done, self-read); a thread reads its event's status until the
      * case ends (the polled cases). */
     int gated = c == POLLED || c == POLLED_50US || c == GATED;
     int polled = c == POLLED || c == POLLED_50US || c == POLLED_DONE;
+    int side = gated || polled || c == SELF_READ;
     struct poller poller = {NULL, c == POLLED_50US ? 50 : 0, 0, 0};
     cl_event gate = NULL;
     pthread_t thread;
-    if (gated || polled) {
+    if (side) {
       if (gated) {
         gate = clCreateUserEvent(e.ctx, &err);
         check(err, "clCreateUserEvent");
@@ -203,6 +216,7 @@ int main(int argc, char **argv) {
             "clEnqueueNDRangeKernel");
       check(gated ? clFlush(e.side) : clFinish(e.side), gated ? "clFlush" : "clFinish");
       if (polled) pthread_create(&thread, NULL, poll_loop, &poller);
+      e.done = poller.event;
     }
     for (int r = 0; r <= reps; r++) {
       double t0 = now_ms();
